@@ -1,0 +1,71 @@
+//! The conformance suite: spec vectors and laws, checked rule by rule.
+//!
+//! Today the suite runs against the built-in implementation in-process; the
+//! JSON-lines harness protocol for other implementations grows from here
+//! (`spec/SPEC.md`, chapter on conformance).
+
+pub mod laws;
+pub mod report;
+pub mod vectors;
+
+use serde::{Deserialize, Serialize};
+
+pub use report::Report;
+
+/// The result of one case (a vector or one law instance).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Stable id: the vector id, or `law/<rule>/<n>` for a generated case.
+    pub id: String,
+    /// The rule ids the case exercises.
+    pub rules: Vec<String>,
+    pub passed: bool,
+    /// What went wrong, for a failed case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Outcome {
+    pub fn pass(id: impl Into<String>, rules: &[&str]) -> Outcome {
+        Outcome {
+            id: id.into(),
+            rules: rules.iter().map(|r| (*r).to_owned()).collect(),
+            passed: true,
+            detail: None,
+        }
+    }
+
+    pub fn check(id: impl Into<String>, rules: &[&str], failure: Option<String>) -> Outcome {
+        let mut o = Outcome::pass(id, rules);
+        if let Some(detail) = failure {
+            o.passed = false;
+            o.detail = Some(detail);
+        }
+        o
+    }
+}
+
+/// How much generated work the law checks do.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub seed: u64,
+    /// Generated origins per law.
+    pub cases: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            seed: 0x5EED,
+            cases: 2000,
+        }
+    }
+}
+
+/// Runs every key vector and every key law against the built-in dialects.
+pub fn run_builtin(config: Config) -> Result<Report, vectors::VectorFileError> {
+    let file = vectors::KeyVectors::builtin()?;
+    let mut outcomes: Vec<Outcome> = file.vectors.iter().map(vectors::run).collect();
+    outcomes.extend(laws::run(config));
+    Ok(Report::new(file.suite_version.clone(), outcomes))
+}

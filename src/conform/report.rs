@@ -1,0 +1,98 @@
+//! The per-rule report and its closing `N passed, N failed` line.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::Outcome;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub suite_version: String,
+    pub outcomes: Vec<Outcome>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    pub passed: usize,
+    pub failed: usize,
+}
+
+impl Report {
+    pub fn new(suite_version: String, outcomes: Vec<Outcome>) -> Report {
+        Report {
+            suite_version,
+            outcomes,
+        }
+    }
+
+    pub fn passed(&self) -> usize {
+        self.outcomes.iter().filter(|o| o.passed).count()
+    }
+
+    pub fn failed(&self) -> usize {
+        self.outcomes.len() - self.passed()
+    }
+
+    /// Cases per rule id; a case citing two rules counts for both.
+    pub fn by_rule(&self) -> BTreeMap<String, Tally> {
+        let mut map: BTreeMap<String, Tally> = BTreeMap::new();
+        for o in &self.outcomes {
+            for r in &o.rules {
+                let t = map.entry(r.clone()).or_default();
+                if o.passed {
+                    t.passed += 1;
+                } else {
+                    t.failed += 1;
+                }
+            }
+        }
+        map
+    }
+
+    pub fn render_text(&self, implementation: &str) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "procroute conform: suite {} against {}",
+            self.suite_version, implementation
+        );
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{:<10} {:>8} {:>8}", "rule", "passed", "failed");
+        let mut rules: Vec<(String, Tally)> = self.by_rule().into_iter().collect();
+        rules.sort_by(|a, b| rule_order(&a.0).cmp(&rule_order(&b.0)));
+        for (rule, t) in rules {
+            let mark = if t.failed > 0 { "  FAIL" } else { "" };
+            let _ = writeln!(out, "{:<10} {:>8} {:>8}{}", rule, t.passed, t.failed, mark);
+        }
+        let failures: Vec<&Outcome> = self.outcomes.iter().filter(|o| !o.passed).collect();
+        if !failures.is_empty() {
+            let _ = writeln!(out, "\nfailures:");
+            for o in failures.iter().take(50) {
+                let _ = writeln!(
+                    out,
+                    "  {} [{}]: {}",
+                    o.id,
+                    o.rules.join(", "),
+                    o.detail.as_deref().unwrap_or("")
+                );
+            }
+            if failures.len() > 50 {
+                let _ = writeln!(out, "  ... and {} more", failures.len() - 50);
+            }
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{} passed, {} failed", self.passed(), self.failed());
+        out
+    }
+}
+
+/// `KEY-10` sorts after `KEY-9`: split the trailing number off.
+fn rule_order(rule: &str) -> (String, u64) {
+    let (head, num) = match rule.rfind('-') {
+        Some(i) => (&rule[..i], rule[i + 1..].parse().unwrap_or(0)),
+        None => (rule, 0),
+    };
+    (head.to_owned(), num)
+}

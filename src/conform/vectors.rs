@@ -1,0 +1,286 @@
+//! Spec vectors: data with stable ids, the rules they exercise, and one
+//! data-driven check that every consumer (cargo test, `procroute conform`)
+//! shares.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Outcome;
+use crate::key::{canonical, hermes, KeyFields, Policy};
+use crate::origin::{Origin, RawOrigin};
+
+/// `spec/vectors/keys.json`, compiled in so the binary is self-contained.
+pub const KEYS_JSON: &str = include_str!("../../spec/vectors/keys.json");
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyVectors {
+    pub suite: String,
+    pub suite_version: String,
+    pub vectors: Vec<Vector>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VectorFileError {
+    #[error("vector file {file}: {source}")]
+    Json {
+        file: String,
+        source: serde_json::Error,
+    },
+    #[error("vector file {file}: id {id:?} appears {count} times (ids must be unique)")]
+    DuplicateId {
+        file: String,
+        id: String,
+        count: usize,
+    },
+    #[error("vector file {file}: vector {id:?} cites no rule")]
+    NoRule { file: String, id: String },
+}
+
+impl KeyVectors {
+    pub fn builtin() -> Result<KeyVectors, VectorFileError> {
+        KeyVectors::parse("spec/vectors/keys.json", KEYS_JSON)
+    }
+
+    /// Parses and checks the file-level invariants (unique ids, rules cited).
+    pub fn parse(file: &str, text: &str) -> Result<KeyVectors, VectorFileError> {
+        let v: KeyVectors = serde_json::from_str(text).map_err(|source| VectorFileError::Json {
+            file: file.to_owned(),
+            source,
+        })?;
+        let mut ids: Vec<&str> = v.vectors.iter().map(|x| x.id.as_str()).collect();
+        ids.sort_unstable();
+        for w in ids.windows(2) {
+            if w[0] == w[1] {
+                let count = ids.iter().filter(|i| **i == w[0]).count();
+                return Err(VectorFileError::DuplicateId {
+                    file: file.to_owned(),
+                    id: w[0].to_owned(),
+                    count,
+                });
+            }
+        }
+        if let Some(x) = v.vectors.iter().find(|x| x.rules.is_empty()) {
+            return Err(VectorFileError::NoRule {
+                file: file.to_owned(),
+                id: x.id.clone(),
+            });
+        }
+        Ok(v)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Vector {
+    /// Stable id, `<group>/<name>`. Never reused for a different case.
+    pub id: String,
+    pub rules: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(flatten)]
+    pub case: Case,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Case {
+    /// Build a hermes-agent 0.19.0 key.
+    HermesBuild {
+        origin: RawOrigin,
+        #[serde(default)]
+        policy: Policy,
+        expect: Expect,
+    },
+    /// Build a canonical key.
+    CanonicalBuild {
+        origin: RawOrigin,
+        #[serde(default)]
+        policy: Policy,
+        expect: Expect,
+    },
+    /// Parse a canonical key: `expect.fields` or `expect.error`.
+    CanonicalParse { key: String, expect: Expect },
+    /// Parse a hermes key: `expect.parsed` or `expect.error`.
+    HermesParse { key: String, expect: Expect },
+    /// Validate an origin given as raw JSON: `expect.error` (or `expect.ok`).
+    Origin { origin: Value, expect: Expect },
+}
+
+/// Exactly one of the fields is set.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<KeyFields>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parsed: Option<hermes::HermesParsed>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorSpec>,
+}
+
+/// An expected error: its `kind`, and optionally the byte `position`, the
+/// key `part` or the origin `field` it names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorSpec {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+fn matches_error(spec: &ErrorSpec, actual: &Value, position: Option<usize>) -> Result<(), String> {
+    let field = |name: &str| actual.get(name).and_then(Value::as_str).map(str::to_owned);
+    let mismatch = |what: &str, want: &dyn std::fmt::Debug, got: &dyn std::fmt::Debug| {
+        Err(format!("error {what}: expected {want:?}, got {got:?} (error {actual})"))
+    };
+    if field("kind").as_deref() != Some(spec.kind.as_str()) {
+        return mismatch("kind", &spec.kind, &field("kind"));
+    }
+    if spec.position.is_some() && spec.position != position {
+        return mismatch("position", &spec.position, &position);
+    }
+    if spec.part.is_some() && spec.part != field("part") {
+        return mismatch("part", &spec.part, &field("part"));
+    }
+    if spec.field.is_some() && spec.field != field("field") {
+        return mismatch("field", &spec.field, &field("field"));
+    }
+    Ok(())
+}
+
+fn to_value<T: Serialize>(t: &T) -> Value {
+    serde_json::to_value(t).unwrap_or(Value::Null)
+}
+
+/// Runs one vector against the built-in dialects.
+pub fn run(v: &Vector) -> Outcome {
+    let rules: Vec<&str> = v.rules.iter().map(String::as_str).collect();
+    Outcome::check(v.id.clone(), &rules, check(&v.case).err())
+}
+
+fn origin_of(raw: &RawOrigin) -> Result<Origin, String> {
+    Origin::try_from(raw.clone()).map_err(|e| format!("vector origin is invalid: {e}"))
+}
+
+fn expect_key(expect: &Expect, got: Result<String, Value>) -> Result<(), String> {
+    match (got, &expect.key, &expect.error) {
+        (Ok(key), Some(want), None) if &key == want => Ok(()),
+        (Ok(key), Some(want), None) => Err(format!("expected key {want:?}, got {key:?}")),
+        (Err(e), None, Some(spec)) => matches_error(spec, &e, None),
+        (Ok(key), None, Some(spec)) => Err(format!("expected error {}, got key {key:?}", spec.kind)),
+        (Err(e), Some(want), None) => Err(format!("expected key {want:?}, got error {e}")),
+        _ => Err("vector must set exactly one of expect.key, expect.error".to_owned()),
+    }
+}
+
+fn check(case: &Case) -> Result<(), String> {
+    match case {
+        Case::HermesBuild {
+            origin,
+            policy,
+            expect,
+        } => {
+            let o = origin_of(origin)?;
+            expect_key(expect, hermes::build(&o, policy).map_err(|e| to_value(&e)))
+        }
+        Case::CanonicalBuild {
+            origin,
+            policy,
+            expect,
+        } => {
+            let o = origin_of(origin)?;
+            let key = canonical::build(&o, policy);
+            expect_key(expect, Ok(key.clone()))?;
+            // Every built key must parse back to its keyed fields (KEY-C4).
+            match canonical::parse(&key) {
+                Ok(f) if f == KeyFields::of(&o, policy) => Ok(()),
+                Ok(f) => Err(format!("built key {key:?} parses to different fields {f:?}")),
+                Err(e) => Err(format!("built key {key:?} does not parse: {e}")),
+            }
+        }
+        Case::CanonicalParse { key, expect } => match (canonical::parse(key), expect) {
+            (
+                Ok(f),
+                Expect {
+                    fields: Some(want),
+                    error: None,
+                    ..
+                },
+            ) => {
+                if &f != want {
+                    return Err(format!("expected fields {want:?}, got {f:?}"));
+                }
+                let rebuilt = canonical::build_fields(&f);
+                if &rebuilt != key {
+                    return Err(format!("rebuilding gives {rebuilt:?}, not the key"));
+                }
+                Ok(())
+            }
+            (
+                Err(e),
+                Expect {
+                    fields: None,
+                    error: Some(spec),
+                    ..
+                },
+            ) => matches_error(spec, &to_value(&e.kind), Some(e.position)),
+            (Ok(f), _) => Err(format!("expected an error, got fields {f:?}")),
+            (Err(e), _) => Err(format!("expected fields, got error {e}")),
+        },
+        Case::HermesParse { key, expect } => match (hermes::parse(key), expect) {
+            (
+                Ok(p),
+                Expect {
+                    parsed: Some(want),
+                    error: None,
+                    ..
+                },
+            ) if &p == want => Ok(()),
+            (
+                Err(e),
+                Expect {
+                    parsed: None,
+                    error: Some(spec),
+                    ..
+                },
+            ) => matches_error(spec, &to_value(&e.kind), Some(e.position)),
+            (Ok(p), _) => Err(format!("got {}", to_value(&p))),
+            (Err(e), _) => Err(format!("got error {e}")),
+        },
+        Case::Origin { origin, expect } => {
+            let got = serde_json::from_value::<RawOrigin>(origin.clone())
+                .map_err(|e| serde_json::json!({"kind": "malformed", "detail": e.to_string()}))
+                .and_then(|raw| Origin::try_from(raw).map_err(|e| to_value(&e)));
+            match (got, expect) {
+                (
+                    Ok(o),
+                    Expect {
+                        ok: Some(true),
+                        error: None,
+                        ..
+                    },
+                ) => {
+                    // serde round trip (ORIGIN-6).
+                    let back: Origin = serde_json::from_value(to_value(&o))
+                        .map_err(|e| format!("round trip failed: {e}"))?;
+                    if back == o {
+                        Ok(())
+                    } else {
+                        Err(format!("round trip changed {o:?} into {back:?}"))
+                    }
+                }
+                (Err(e), Expect { error: Some(spec), .. }) => matches_error(spec, &e, None),
+                (Ok(o), _) => Err(format!("expected an error, got {o:?}")),
+                (Err(e), _) => Err(format!("expected a valid origin, got error {e}")),
+            }
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! The hermes dialect (KEY-H1 .. KEY-H6): hermes-agent 0.19.0's
+//! `gateway/session.py::build_session_key`, byte for byte, and a parser that
+//! never claims more than a hermes key can tell.
+//!
+//! Build, for a namespace `ns` = `agent:main` or `agent:<profile>`:
+//! - dm: `ns:plat:dm:<chat>[:<thread>]`. On WhatsApp the chat id is
+//!   canonicalised first; if that leaves nothing, the (canonicalised, else
+//!   raw) user id takes its place, else the thread id alone, else nothing.
+//! - otherwise: `ns:plat:<type>:<chat>[:<thread>][:<user>]`, the user only
+//!   when keyed (KEY-4); on WhatsApp the user id is canonicalised (falling
+//!   back to the raw id when canonicalisation leaves nothing).
+//!
+//! Ids go in raw: nothing is escaped. That is where the information loss
+//! comes from, and why [`parse`] returns [`Determined`] per field.
+
+use serde::{Deserialize, Serialize};
+
+use crate::key::{
+    parse_head, user_is_keyed, Determined, KeyError, KeyErrorKind, Part, Policy, Uncertain,
+};
+use crate::origin::{ChatType, Field, Id, Origin, Platform, MAX_ID_BYTES};
+
+/// hermes-agent would raise instead of returning a key (KEY-H2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum HermesBuildError {
+    /// On WhatsApp, hermes-agent 0.19.0's alias lookup rejects an id whose
+    /// normalised form has characters outside `[A-Za-z0-9.+-]`, and then
+    /// calls `min()` on an empty set: `ValueError`. No key exists.
+    #[error("hermes-agent raises ValueError canonicalising WhatsApp {field} {normalised:?}")]
+    #[serde(rename = "whatsapp_id_rejected")]
+    WhatsAppIdRejected { field: Field, normalised: String },
+}
+
+/// Python's `str.isspace()`: Rust's `White_Space` plus U+001C..U+001F.
+fn py_isspace(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// `normalize_whatsapp_identifier`: strip, drop the first `+`, cut at the
+/// first `:`, then at the first `@`.
+fn wa_normalise(id: &str) -> String {
+    let stripped = id.trim_matches(py_isspace);
+    let without_plus = stripped.replacen('+', "", 1);
+    let head = without_plus.split(':').next().unwrap_or("");
+    head.split('@').next().unwrap_or("").to_owned()
+}
+
+/// `^[A-Za-z0-9@.+\-]+$` as Python's `re.match` reads it: `$` also matches
+/// before one trailing newline.
+fn wa_safe(s: &str) -> bool {
+    let body = s.strip_suffix('\n').unwrap_or(s);
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'@' | b'.' | b'+' | b'-'))
+}
+
+/// `canonical_whatsapp_identifier` with no bridge lid-mapping files (the
+/// mapping is gateway state, not an input of the key function). hermes
+/// normalises twice — once in `canonical_whatsapp_identifier`, again in
+/// `expand_whatsapp_aliases` — so a second `+` is dropped too, and an id
+/// that is empty only after the second pass makes hermes raise.
+fn wa_canonical(field: Field, id: &str) -> Result<String, HermesBuildError> {
+    let once = wa_normalise(id);
+    if once.is_empty() {
+        return Ok(once);
+    }
+    let twice = wa_normalise(&once);
+    if !wa_safe(&twice) {
+        return Err(HermesBuildError::WhatsAppIdRejected {
+            field,
+            normalised: twice,
+        });
+    }
+    Ok(twice)
+}
+
+/// Builds the hermes-agent 0.19.0 session key of `origin` under `policy`.
+pub fn build(origin: &Origin, policy: &Policy) -> Result<String, HermesBuildError> {
+    let mut key = String::with_capacity(64);
+    key.push_str("agent:");
+    key.push_str(policy.namespace());
+    key.push(':');
+    key.push_str(origin.platform().as_str());
+    key.push(':');
+    key.push_str(origin.chat_type().as_str());
+    let whatsapp = origin.platform().is_whatsapp();
+    let thread = origin.thread_id().map(Id::as_str);
+    let push = |key: &mut String, part: &str| {
+        key.push(':');
+        key.push_str(part);
+    };
+
+    if origin.chat_type() == ChatType::Dm {
+        let chat = if whatsapp {
+            wa_canonical(Field::ChatId, origin.chat_id().as_str())?
+        } else {
+            origin.chat_id().as_str().to_owned()
+        };
+        if !chat.is_empty() {
+            push(&mut key, &chat);
+        } else if let Some(user) = origin.user_id() {
+            // Only reachable on WhatsApp: a chat id that canonicalises to "".
+            let canonical = wa_canonical(Field::UserId, user.as_str())?;
+            let user = if canonical.is_empty() {
+                user.as_str()
+            } else {
+                &canonical
+            };
+            push(&mut key, user);
+        }
+        if let Some(thread) = thread {
+            push(&mut key, thread);
+        }
+        return Ok(key);
+    }
+
+    // hermes canonicalises the participant before it knows whether the
+    // policy keys it, so a rejected WhatsApp user id fails every policy.
+    let participant = match origin.user_id() {
+        Some(user) if whatsapp => {
+            let canonical = wa_canonical(Field::UserId, user.as_str())?;
+            Some(if canonical.is_empty() {
+                user.as_str().to_owned()
+            } else {
+                canonical
+            })
+        }
+        Some(user) => Some(user.as_str().to_owned()),
+        None => None,
+    };
+    push(&mut key, origin.chat_id().as_str());
+    if let Some(thread) = thread {
+        push(&mut key, thread);
+    }
+    if user_is_keyed(origin.chat_type(), thread.is_some(), policy) {
+        if let Some(user) = participant {
+            push(&mut key, &user);
+        }
+    }
+    Ok(key)
+}
+
+/// What a hermes key determines (KEY-H3..KEY-H5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HermesParsed {
+    pub namespace: String,
+    pub platform: Platform,
+    pub chat_type: ChatType,
+    pub chat_id: Determined,
+    pub thread_id: Determined,
+    pub user_id: Determined,
+}
+
+/// Parses a hermes key without ever returning a wrong field (KEY-H3).
+///
+/// The decision procedure (spec KEY-H4): let the tail be the segments after
+/// the chat type.
+/// - Not WhatsApp, or WhatsApp outside a dm: one segment → chat known,
+///   thread absent, user absent; two or more → chat, thread and user
+///   unknown ([`Uncertain::ColonSplit`]) — except that a dm's user is
+///   absent whatever the tail. No segment → error: the chat id is required.
+/// - WhatsApp dm: the chat slot holds a rewritten id. No segment → chat
+///   unknown, thread and user absent; otherwise all three unknown.
+pub fn parse(key: &str) -> Result<HermesParsed, KeyError> {
+    let (namespace, platform, chat_type, tail) = parse_head(key)?;
+    let whatsapp_dm = platform.is_whatsapp() && chat_type == ChatType::Dm;
+    let unknown = |why| Determined::Unknown(why);
+    let (chat_id, thread_id, user_id) = match tail.len() {
+        0 if whatsapp_dm => (
+            unknown(Uncertain::WhatsAppCanonical),
+            Determined::Absent,
+            Determined::Absent,
+        ),
+        0 => {
+            return Err(KeyError::at(
+                key.len(),
+                KeyErrorKind::Missing { part: Part::ChatId },
+            ))
+        }
+        _ if whatsapp_dm => (
+            unknown(Uncertain::WhatsAppCanonical),
+            unknown(Uncertain::WhatsAppCanonical),
+            unknown(Uncertain::WhatsAppCanonical),
+        ),
+        1 => {
+            let seg = tail[0];
+            if seg.text.is_empty() {
+                return Err(KeyError::at(
+                    seg.start,
+                    KeyErrorKind::Empty { part: Part::ChatId },
+                ));
+            }
+            if seg.text.len() > MAX_ID_BYTES {
+                return Err(KeyError::at(
+                    seg.start,
+                    KeyErrorKind::PartTooLong {
+                        part: Part::ChatId,
+                        len: seg.text.len(),
+                        max: MAX_ID_BYTES,
+                    },
+                ));
+            }
+            let id = Id::new(Field::ChatId, seg.text).map_err(|_| {
+                KeyError::at(seg.start, KeyErrorKind::Empty { part: Part::ChatId })
+            })?;
+            (Determined::Known(id), Determined::Absent, Determined::Absent)
+        }
+        _ => (
+            unknown(Uncertain::ColonSplit),
+            unknown(Uncertain::ColonSplit),
+            if chat_type == ChatType::Dm {
+                Determined::Absent
+            } else {
+                unknown(Uncertain::ColonSplit)
+            },
+        ),
+    };
+    Ok(HermesParsed {
+        namespace,
+        platform,
+        chat_type,
+        chat_id,
+        thread_id,
+        user_id,
+    })
+}
+
+/// What hermes-agent 0.19.0's own `gateway/run.py::_parse_session_key`
+/// returns for `key` (`None` when it rejects the key). Used by the
+/// conformance report to show where hermes' parser contradicts an origin;
+/// procroute itself never routes on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HermesOwnParse {
+    pub platform: String,
+    pub chat_type: String,
+    pub chat_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+}
+
+/// Mirror of hermes' positional parser (split on `:`, parts 2..=5).
+pub fn hermes_own_parse(key: &str) -> Option<HermesOwnParse> {
+    let parts: Vec<&str> = key.split(':').collect();
+    if parts.len() < 5 || parts[0] != "agent" || parts[1] != "main" {
+        return None;
+    }
+    let thread_id = (parts.len() > 5 && matches!(parts[3], "dm" | "thread"))
+        .then(|| parts[5].to_owned());
+    Some(HermesOwnParse {
+        platform: parts[2].to_owned(),
+        chat_type: parts[3].to_owned(),
+        chat_id: parts[4].to_owned(),
+        thread_id,
+    })
+}
