@@ -88,11 +88,10 @@ impl Report {
     }
 }
 
-/// `KEY-10` sorts after `KEY-9`: split the trailing number off.
+/// `KEY-10` sorts after `KEY-9`, `KEY-C1` after `KEY-9`: split off the
+/// trailing number.
 fn rule_order(rule: &str) -> (String, u64) {
-    let (head, num) = match rule.rfind('-') {
-        Some(i) => (&rule[..i], rule[i + 1..].parse().unwrap_or(0)),
-        None => (rule, 0),
-    };
-    (head.to_owned(), num)
+    let digits = rule.len() - rule.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (head, num) = rule.split_at(rule.len() - digits);
+    (head.to_owned(), num.parse().unwrap_or(0))
 }

@@ -17,6 +17,8 @@ pub const KEYS_JSON: &str = include_str!("../../spec/vectors/keys.json");
 pub struct KeyVectors {
     pub suite: String,
     pub suite_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     pub vectors: Vec<Vector>,
 }
 

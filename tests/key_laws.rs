@@ -1,0 +1,122 @@
+//! Key laws (spec KEY-1, KEY-5, KEY-C4..KEY-C6, KEY-H3..KEY-H5) under
+//! proptest and quickcheck, with shrinking generators from `support`.
+
+mod support;
+
+use proptest::prelude::*;
+use quickcheck::quickcheck;
+
+use procroute::conform::laws::hermes_contradiction;
+use procroute::key::{canonical, hermes, KeyFields};
+use support::{QcOrigin, QcPolicy};
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// KEY-C4: parse ∘ build recovers exactly the keyed fields.
+    #[test]
+    fn canonical_round_trip(o in support::origin(), p in support::policy()) {
+        let key = canonical::build(&o, &p);
+        prop_assert_eq!(canonical::parse(&key), Ok(KeyFields::of(&o, &p)));
+    }
+
+    /// KEY-C5: different keyed fields → different canonical keys.
+    #[test]
+    fn canonical_injective(a in support::origin(), b in support::origin(), p in support::policy()) {
+        let (fa, fb) = (KeyFields::of(&a, &p), KeyFields::of(&b, &p));
+        let (ka, kb) = (canonical::build(&a, &p), canonical::build(&b, &p));
+        prop_assert_eq!(fa == fb, ka == kb, "{:?} / {:?}", ka, kb);
+    }
+
+    /// KEY-C6: parse ∘ build ∘ parse = parse, and build ∘ parse = id, on any
+    /// text that parses.
+    #[test]
+    fn canonical_parse_is_stable(s in "(agent:(main|x):(telegram|matrix):(dm|group):)?[:%~a-c0-9A-F\\PC]{0,24}") {
+        if let Ok(f) = canonical::parse(&s) {
+            let rebuilt = canonical::build_fields(&f);
+            prop_assert_eq!(&rebuilt, &s);
+            prop_assert_eq!(canonical::parse(&rebuilt), Ok(f));
+        }
+    }
+
+    /// KEY-1: both parsers are total on arbitrary strings.
+    #[test]
+    fn parsers_total_on_strings(s in any::<String>()) {
+        let _ = canonical::parse(&s);
+        let _ = hermes::parse(&s);
+    }
+
+    /// KEY-1: ... and on arbitrary bytes (lossily decoded, as a driver must).
+    #[test]
+    fn parsers_total_on_bytes(b in proptest::collection::vec(any::<u8>(), 0..96)) {
+        let s = String::from_utf8_lossy(&b);
+        let _ = canonical::parse(&s);
+        let _ = hermes::parse(&s);
+    }
+
+    /// KEY-H5: the hermes parse never contradicts the origin that built it.
+    #[test]
+    fn hermes_parse_never_contradicts(o in support::origin(), p in support::policy()) {
+        if let Ok(key) = hermes::build(&o, &p) {
+            prop_assert_eq!(hermes_contradiction(&o, &p, &key), None);
+        } else {
+            // KEY-H2: only WhatsApp ids make hermes raise.
+            prop_assert!(o.platform().is_whatsapp());
+        }
+    }
+
+    /// KEY-5: ids without escaped characters appear in the canonical key
+    /// byte for byte (no case folding, no normalisation).
+    #[test]
+    fn canonical_keeps_plain_ids_verbatim(o in support::origin(), p in support::policy()) {
+        let key = canonical::build(&o, &p);
+        let chat = o.chat_id().as_str();
+        if !chat.contains([':', '%', '~']) && !chat.chars().any(|c| c.is_ascii_control()) {
+            prop_assert!(key.contains(chat), "{:?} lost {:?}", key, chat);
+        }
+    }
+}
+
+quickcheck! {
+    /// KEY-C4 again, with quickcheck's shrinking through valid constructors.
+    fn qc_round_trip(o: QcOrigin, p: QcPolicy) -> bool {
+        canonical::parse(&canonical::build(&o.0, &p.0)) == Ok(KeyFields::of(&o.0, &p.0))
+    }
+
+    /// KEY-C5: canonical keys are injective in the keyed fields.
+    fn qc_injective(a: QcOrigin, b: QcOrigin, p: QcPolicy) -> bool {
+        let same_fields = KeyFields::of(&a.0, &p.0) == KeyFields::of(&b.0, &p.0);
+        same_fields == (canonical::build(&a.0, &p.0) == canonical::build(&b.0, &p.0))
+    }
+
+    /// KEY-H5 with quickcheck.
+    fn qc_hermes_consistent(o: QcOrigin, p: QcPolicy) -> bool {
+        match hermes::build(&o.0, &p.0) {
+            Ok(key) => hermes_contradiction(&o.0, &p.0, &key).is_none(),
+            Err(_) => o.0.platform().is_whatsapp(),
+        }
+    }
+
+    /// KEY-4: the policy only ever removes the user from a key, never
+    /// changes chat or thread.
+    fn qc_policy_only_touches_user(o: QcOrigin, p: QcPolicy) -> bool {
+        let f = KeyFields::of(&o.0, &p.0);
+        &f.chat_id == o.0.chat_id()
+            && f.thread_id.as_ref() == o.0.thread_id()
+            && (f.user_id.is_none() || f.user_id.as_ref() == o.0.user_id())
+    }
+}
+
+/// The law checker must be able to fail: a parse that claims a wrong chat
+/// id is reported.
+#[test]
+fn contradiction_checker_can_fail() {
+    let o = procroute::Origin::new("matrix", procroute::ChatType::Group, "!abc:matrix.org")
+        .expect("valid");
+    let p = procroute::Policy::default();
+    // What hermes' own positional parser would claim: chat "!abc".
+    let wrong = "agent:main:matrix:group:!abc";
+    assert!(hermes_contradiction(&o, &p, wrong).is_some());
+    let right = hermes::build(&o, &p).expect("builds");
+    assert_eq!(hermes_contradiction(&o, &p, &right), None);
+}
