@@ -82,8 +82,8 @@ pub const REAL_IDS: &[&str] = &[
 /// Characters that break naive keys, on purpose.
 pub const NASTY_PIECES: &[&str] = &[
     ":", "::", "%", "%3A", "%25", "/", "+", "=", "$", "!", "@", " ", "\t", "\n", "~", "İ", "ß",
-    "K", "Σ", "é", "e\u{301}", "日本", "🦀", "\u{0}", "\u{7f}", "\u{1c}", "\u{a0}", "agent", "main",
-    "dm", "group", "thread", "-", ".", "0", "A", "a", "Z",
+    "K", "Σ", "é", "e\u{301}", "日本", "🦀", "\u{0}", "\u{7f}", "\u{1c}", "\u{a0}", "agent",
+    "main", "dm", "group", "thread", "-", ".", "0", "A", "a", "Z",
 ];
 
 /// One id: a real shape, a nasty composition, or a mix (never empty).
@@ -116,7 +116,14 @@ pub fn id(rng: &mut Rng, field: Field) -> Id {
 }
 
 pub const PLATFORMS: &[&str] = &[
-    "telegram", "discord", "slack", "matrix", "whatsapp", "signal", "mattermost", "feishu",
+    "telegram",
+    "discord",
+    "slack",
+    "matrix",
+    "whatsapp",
+    "signal",
+    "mattermost",
+    "feishu",
 ];
 
 pub fn origin(rng: &mut Rng) -> Origin {
@@ -166,7 +173,7 @@ pub fn key_like(rng: &mut Rng) -> String {
     ];
     let mut s = (*rng.pick(HEADS)).to_owned();
     for _ in 0..rng.below(6) {
-        let piece: &str = *rng.pick(NASTY_PIECES);
+        let piece: &&str = rng.pick(NASTY_PIECES);
         s.push_str(piece);
         if rng.chance(40) {
             s.push(':');

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod conform;
+pub mod fuzzing;
 pub mod gen;
 pub mod key;
 pub mod origin;

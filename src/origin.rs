@@ -56,7 +56,11 @@ pub enum OriginError {
     #[error("{field} must not be empty")]
     Empty { field: Field },
     #[error("{field} is {len} bytes long, the limit is {max}")]
-    TooLong { field: Field, len: usize, max: usize },
+    TooLong {
+        field: Field,
+        len: usize,
+        max: usize,
+    },
     #[error("{field} {value:?} is not a valid token: {reason}")]
     BadToken {
         field: Field,
@@ -365,11 +369,7 @@ impl From<Origin> for RawOrigin {
 
 impl Origin {
     /// The required parts; add optional ones with the `with_*` methods.
-    pub fn new(
-        platform: &str,
-        chat_type: ChatType,
-        chat_id: &str,
-    ) -> Result<Origin, OriginError> {
+    pub fn new(platform: &str, chat_type: ChatType, chat_id: &str) -> Result<Origin, OriginError> {
         Ok(Origin {
             platform: Platform::new(platform)?,
             chat_type,
@@ -454,8 +454,9 @@ mod arb {
 
     impl<'a> Arbitrary<'a> for Origin {
         fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Origin> {
-            const PLATFORMS: [&str; 6] =
-                ["telegram", "discord", "slack", "matrix", "whatsapp", "signal"];
+            const PLATFORMS: [&str; 6] = [
+                "telegram", "discord", "slack", "matrix", "whatsapp", "signal",
+            ];
             let platform = Platform::new(*u.choose(&PLATFORMS)?).expect("valid");
             let chat_type = *u.choose(&ChatType::ALL)?;
             let chat_id = id(u, Field::ChatId)?;

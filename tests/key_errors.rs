@@ -33,7 +33,12 @@ const BAD_KEYS: &[&str] = &[
 fn table(parse: impl Fn(&str) -> Option<String>) -> String {
     BAD_KEYS
         .iter()
-        .map(|k| format!("{k:?}\n    => {}\n", parse(k).unwrap_or_else(|| "(parses)".into())))
+        .map(|k| {
+            format!(
+                "{k:?}\n    => {}\n",
+                parse(k).unwrap_or_else(|| "(parses)".into())
+            )
+        })
         .collect()
 }
 
@@ -61,7 +66,10 @@ fn origin_errors_name_the_field() {
         .iter()
         .map(|c| {
             let r: Result<procroute::Origin, _> = serde_json::from_str(c);
-            format!("{c}\n    => {}\n", r.err().map(|e| e.to_string()).unwrap_or("(ok)".into()))
+            format!(
+                "{c}\n    => {}\n",
+                r.err().map(|e| e.to_string()).unwrap_or("(ok)".into())
+            )
         })
         .collect();
     insta::assert_snapshot!(out);

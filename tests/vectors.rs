@@ -32,13 +32,21 @@ fn every_key_vector_passes() {
         .filter(|o| !o.passed)
         .map(|o| format!("{}: {}", o.id, o.detail.unwrap_or_default()))
         .collect();
-    assert!(failures.is_empty(), "failing vectors:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "failing vectors:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn vector_file_has_enough_unique_ids_and_a_version() {
     let file = KeyVectors::builtin().expect("vector file is valid");
-    assert!(file.vectors.len() >= 80, "only {} vectors", file.vectors.len());
+    assert!(
+        file.vectors.len() >= 80,
+        "only {} vectors",
+        file.vectors.len()
+    );
     assert_eq!(file.suite_version, procroute::SUITE_VERSION);
     let ids: BTreeSet<&str> = file.vectors.iter().map(|v| v.id.as_str()).collect();
     assert_eq!(ids.len(), file.vectors.len());
@@ -51,7 +59,10 @@ fn every_cited_rule_is_in_the_spec_and_every_key_rule_is_cited() {
     let file = KeyVectors::builtin().expect("vector file is valid");
     let cited: BTreeSet<String> = file.vectors.iter().flat_map(|v| v.rules.clone()).collect();
     let unknown: Vec<&String> = cited.difference(&rules).collect();
-    assert!(unknown.is_empty(), "vectors cite rules the spec lacks: {unknown:?}");
+    assert!(
+        unknown.is_empty(),
+        "vectors cite rules the spec lacks: {unknown:?}"
+    );
     let uncited: Vec<&String> = rules
         .iter()
         .filter(|r| r.starts_with("KEY-") || r.starts_with("ORIGIN-"))
@@ -82,7 +93,11 @@ fn a_wrong_expectation_fails() {
             *expect = serde_json::json!({"error": {"kind": "empty"}});
         }
         let v2: vectors::Vector = serde_json::from_value(json).expect("still a vector");
-        assert!(!vectors::run(&v2).passed, "{} still passes when corrupted", v.id);
+        assert!(
+            !vectors::run(&v2).passed,
+            "{} still passes when corrupted",
+            v.id
+        );
         broken += 1;
     }
     assert_eq!(broken, file.vectors.len());
@@ -108,5 +123,7 @@ fn conform_builtin_passes() {
     .expect("runs");
     assert_eq!(report.failed(), 0, "{}", report.render_text("built-in"));
     let text = report.render_text("built-in");
-    assert!(text.trim_end().ends_with(&format!("{} passed, 0 failed", report.passed())));
+    assert!(text
+        .trim_end()
+        .ends_with(&format!("{} passed, 0 failed", report.passed())));
 }

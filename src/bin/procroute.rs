@@ -11,7 +11,11 @@ use procroute::key::{canonical, hermes};
 use procroute::origin::RawOrigin;
 
 #[derive(Parser)]
-#[command(name = "procroute", version, about = "Notifications from background processes land in the thread that started them: spec, model and conformance suite")]
+#[command(
+    name = "procroute",
+    version,
+    about = "Notifications from background processes land in the thread that started them: spec, model and conformance suite"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -93,9 +97,9 @@ fn keys_corpus(seed: u64, cases: usize) -> io::Result<()> {
         for base in procroute::Policy::all_switches() {
             for profile in profiles {
                 let policy = match profile {
-                    Some(p) => base.clone().with_profile(
-                        procroute::Profile::new(p).expect("static profile is valid"),
-                    ),
+                    Some(p) => base
+                        .clone()
+                        .with_profile(procroute::Profile::new(p).expect("static profile is valid")),
                     None => base.clone(),
                 };
                 let line = serde_json::json!({

@@ -68,7 +68,10 @@ pub fn run(config: Config) -> Vec<Outcome> {
             &["KEY-C4", "KEY-5"],
             match &parsed {
                 Ok(f) if *f == fields => None,
-                Ok(f) => Some(format!("{}: parsed back as {f:?}", describe(&origin, &policy))),
+                Ok(f) => Some(format!(
+                    "{}: parsed back as {f:?}",
+                    describe(&origin, &policy)
+                )),
                 Err(e) => Some(format!("{}: key {key:?}: {e}", describe(&origin, &policy))),
             },
         ));
@@ -77,7 +80,9 @@ pub fn run(config: Config) -> Vec<Outcome> {
         // every key seen so far and against an adversarial neighbour that
         // moves the text after a `:` of the chat id into the thread.
         let collision = match seen.get(&key) {
-            Some(other) if *other != fields => Some(format!("{key:?} built from {other:?} and {fields:?}")),
+            Some(other) if *other != fields => {
+                Some(format!("{key:?} built from {other:?} and {fields:?}"))
+            }
             _ => None,
         };
         let neighbour = split_neighbour(&origin).and_then(|o2| {

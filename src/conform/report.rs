@@ -61,7 +61,7 @@ impl Report {
         let _ = writeln!(out);
         let _ = writeln!(out, "{:<10} {:>8} {:>8}", "rule", "passed", "failed");
         let mut rules: Vec<(String, Tally)> = self.by_rule().into_iter().collect();
-        rules.sort_by(|a, b| rule_order(&a.0).cmp(&rule_order(&b.0)));
+        rules.sort_by_key(|r| rule_order(&r.0));
         for (rule, t) in rules {
             let mark = if t.failed > 0 { "  FAIL" } else { "" };
             let _ = writeln!(out, "{:<10} {:>8} {:>8}{}", rule, t.passed, t.failed, mark);

@@ -141,7 +141,9 @@ pub struct ErrorSpec {
 fn matches_error(spec: &ErrorSpec, actual: &Value, position: Option<usize>) -> Result<(), String> {
     let field = |name: &str| actual.get(name).and_then(Value::as_str).map(str::to_owned);
     let mismatch = |what: &str, want: &dyn std::fmt::Debug, got: &dyn std::fmt::Debug| {
-        Err(format!("error {what}: expected {want:?}, got {got:?} (error {actual})"))
+        Err(format!(
+            "error {what}: expected {want:?}, got {got:?} (error {actual})"
+        ))
     };
     if field("kind").as_deref() != Some(spec.kind.as_str()) {
         return mismatch("kind", &spec.kind, &field("kind"));
@@ -177,7 +179,9 @@ fn expect_key(expect: &Expect, got: Result<String, Value>) -> Result<(), String>
         (Ok(key), Some(want), None) if &key == want => Ok(()),
         (Ok(key), Some(want), None) => Err(format!("expected key {want:?}, got {key:?}")),
         (Err(e), None, Some(spec)) => matches_error(spec, &e, None),
-        (Ok(key), None, Some(spec)) => Err(format!("expected error {}, got key {key:?}", spec.kind)),
+        (Ok(key), None, Some(spec)) => {
+            Err(format!("expected error {}, got key {key:?}", spec.kind))
+        }
         (Err(e), Some(want), None) => Err(format!("expected key {want:?}, got error {e}")),
         _ => Err("vector must set exactly one of expect.key, expect.error".to_owned()),
     }
@@ -204,7 +208,9 @@ fn check(case: &Case) -> Result<(), String> {
             // Every built key must parse back to its keyed fields (KEY-C4).
             match canonical::parse(&key) {
                 Ok(f) if f == KeyFields::of(&o, policy) => Ok(()),
-                Ok(f) => Err(format!("built key {key:?} parses to different fields {f:?}")),
+                Ok(f) => Err(format!(
+                    "built key {key:?} parses to different fields {f:?}"
+                )),
                 Err(e) => Err(format!("built key {key:?} does not parse: {e}")),
             }
         }
@@ -279,7 +285,12 @@ fn check(case: &Case) -> Result<(), String> {
                         Err(format!("round trip changed {o:?} into {back:?}"))
                     }
                 }
-                (Err(e), Expect { error: Some(spec), .. }) => matches_error(spec, &e, None),
+                (
+                    Err(e),
+                    Expect {
+                        error: Some(spec), ..
+                    },
+                ) => matches_error(spec, &e, None),
                 (Ok(o), _) => Err(format!("expected an error, got {o:?}")),
                 (Err(e), _) => Err(format!("expected a valid origin, got error {e}")),
             }

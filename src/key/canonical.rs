@@ -47,7 +47,10 @@ const HEX: &[u8; 16] = b"0123456789ABCDEF";
 pub fn build_fields(fields: &KeyFields) -> String {
     let mut out = String::with_capacity(
         32 + fields.chat_id.as_str().len()
-            + fields.thread_id.as_ref().map_or(0, |t| t.as_str().len() + 1)
+            + fields
+                .thread_id
+                .as_ref()
+                .map_or(0, |t| t.as_str().len() + 1)
             + fields.user_id.as_ref().map_or(0, |u| u.as_str().len() + 2),
     );
     out.push_str("agent:");
@@ -161,10 +164,7 @@ fn decode(seg: Segment<'_>, field: Field) -> Result<Id, KeyError> {
                     seg.start + i,
                     KeyErrorKind::BadEscape {
                         part,
-                        reason: format!(
-                            "%{:02X} escapes a byte that must appear as itself",
-                            b
-                        ),
+                        reason: format!("%{:02X} escapes a byte that must appear as itself", b),
                     },
                 ));
             }

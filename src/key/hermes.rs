@@ -202,10 +202,13 @@ pub fn parse(key: &str) -> Result<HermesParsed, KeyError> {
                     },
                 ));
             }
-            let id = Id::new(Field::ChatId, seg.text).map_err(|_| {
-                KeyError::at(seg.start, KeyErrorKind::Empty { part: Part::ChatId })
-            })?;
-            (Determined::Known(id), Determined::Absent, Determined::Absent)
+            let id = Id::new(Field::ChatId, seg.text)
+                .map_err(|_| KeyError::at(seg.start, KeyErrorKind::Empty { part: Part::ChatId }))?;
+            (
+                Determined::Known(id),
+                Determined::Absent,
+                Determined::Absent,
+            )
         }
         _ => (
             unknown(Uncertain::ColonSplit),
@@ -246,8 +249,8 @@ pub fn hermes_own_parse(key: &str) -> Option<HermesOwnParse> {
     if parts.len() < 5 || parts[0] != "agent" || parts[1] != "main" {
         return None;
     }
-    let thread_id = (parts.len() > 5 && matches!(parts[3], "dm" | "thread"))
-        .then(|| parts[5].to_owned());
+    let thread_id =
+        (parts.len() > 5 && matches!(parts[3], "dm" | "thread")).then(|| parts[5].to_owned());
     Some(HermesOwnParse {
         platform: parts[2].to_owned(),
         chat_type: parts[3].to_owned(),

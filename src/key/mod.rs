@@ -56,8 +56,7 @@ impl KeyFields {
             chat_type: origin.chat_type(),
             chat_id: origin.chat_id().clone(),
             thread_id: origin.thread_id().cloned(),
-            user_id: if user_is_keyed(origin.chat_type(), origin.thread_id().is_some(), policy)
-            {
+            user_id: if user_is_keyed(origin.chat_type(), origin.thread_id().is_some(), policy) {
                 origin.user_id().cloned()
             } else {
                 None

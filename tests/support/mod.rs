@@ -43,34 +43,39 @@ pub fn origin() -> impl Strategy<Value = Origin> {
         proptest::option::of(id(Field::UserId)),
         any::<bool>(),
     )
-        .prop_map(|(platform, chat_type, chat, thread, user, thread_is_chat)| {
-            // Discord-style threads reuse the chat id as the thread id.
-            let thread = if thread_is_chat && thread.is_some() {
-                Some(Id::new(Field::ThreadId, chat.as_str()).expect("valid"))
-            } else {
-                thread
-            };
-            Origin::from_parts(
-                Platform::new(platform).expect("valid"),
-                chat_type,
-                chat,
-                thread,
-                user,
-                None,
-            )
-        })
+        .prop_map(
+            |(platform, chat_type, chat, thread, user, thread_is_chat)| {
+                // Discord-style threads reuse the chat id as the thread id.
+                let thread = if thread_is_chat && thread.is_some() {
+                    Some(Id::new(Field::ThreadId, chat.as_str()).expect("valid"))
+                } else {
+                    thread
+                };
+                Origin::from_parts(
+                    Platform::new(platform).expect("valid"),
+                    chat_type,
+                    chat,
+                    thread,
+                    user,
+                    None,
+                )
+            },
+        )
 }
 
 pub fn policy() -> impl Strategy<Value = Policy> {
-    (any::<bool>(), any::<bool>(), proptest::option::of("[a-z0-9][a-z0-9_-]{0,8}")).prop_map(
-        |(g, t, profile)| {
+    (
+        any::<bool>(),
+        any::<bool>(),
+        proptest::option::of("[a-z0-9][a-z0-9_-]{0,8}"),
+    )
+        .prop_map(|(g, t, profile)| {
             let p = Policy::new(g, t);
             match profile {
                 Some(name) => p.with_profile(Profile::new(name).expect("regex matches the rule")),
                 None => p,
             }
-        },
-    )
+        })
 }
 
 /// A quickcheck wrapper: an origin whose `shrink` rebuilds through the
@@ -95,8 +100,8 @@ use quickcheck::Arbitrary;
 
 impl Arbitrary for QcOrigin {
     fn arbitrary(g: &mut quickcheck::Gen) -> QcOrigin {
-        let platform = Platform::new(*g.choose(procroute::gen::PLATFORMS).expect("non-empty"))
-            .expect("valid");
+        let platform =
+            Platform::new(*g.choose(procroute::gen::PLATFORMS).expect("non-empty")).expect("valid");
         let chat_type = *g.choose(&ChatType::ALL).expect("non-empty");
         let chat = qc_id(g, Field::ChatId);
         let thread = bool::arbitrary(g).then(|| qc_id(g, Field::ThreadId));

@@ -1,0 +1,41 @@
+//! Every input kept under `fuzz/regressions/<target>/` replays through the
+//! fuzz target's body (`procroute::fuzzing`). A crash found by cargo-fuzz is
+//! copied there and stays a test forever.
+
+use std::fs;
+use std::path::Path;
+
+fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/regressions")
+        .join(target);
+    let mut out: Vec<(String, Vec<u8>)> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.is_file())
+        .map(|p| (p.display().to_string(), fs::read(&p).expect("readable")))
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn key_parse_regressions() {
+    let all = inputs("key_parse");
+    assert!(!all.is_empty(), "no regression inputs kept");
+    for (_name, bytes) in all {
+        procroute::fuzzing::key_parse(&bytes);
+    }
+}
+
+#[cfg(feature = "arbitrary")]
+#[test]
+fn key_roundtrip_regressions() {
+    use arbitrary::{Arbitrary, Unstructured};
+    for (_name, bytes) in inputs("key_roundtrip") {
+        let mut u = Unstructured::new(&bytes);
+        if let Ok((o, g, t, p)) = <(procroute::Origin, bool, bool, bool)>::arbitrary(&mut u) {
+            procroute::fuzzing::key_roundtrip(&o, g, t, p);
+        }
+    }
+}
