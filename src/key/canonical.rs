@@ -18,8 +18,8 @@
 //! valid key the image of exactly one [`KeyFields`] (`build ∘ parse = id`).
 
 use crate::key::{parse_head, KeyError, KeyErrorKind, KeyFields, Part, Segment};
-use crate::key::{Policy, MAX_KEY_BYTES};
-use crate::origin::{ChatType, Field, Id, Origin, MAX_ID_BYTES};
+use crate::key::{user_is_keyed, Policy, MAX_KEY_BYTES};
+use crate::origin::{ChatType, Field, Id, Origin, Platform, MAX_ID_BYTES};
 
 /// The marker that starts a user segment.
 const USER_MARK: char = '~';
@@ -29,6 +29,10 @@ fn must_escape(c: char) -> bool {
 }
 
 fn push_escaped(out: &mut String, id: &str) {
+    if !id.bytes().any(|b| matches!(b, b'%' | b':' | b'~') || b.is_ascii_control()) {
+        out.push_str(id);
+        return;
+    }
     for c in id.chars() {
         if must_escape(c) {
             let b = c as u32 as u8; // every escaped char is ASCII
@@ -45,38 +49,66 @@ const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
 /// Builds the canonical key of `fields`.
 pub fn build_fields(fields: &KeyFields) -> String {
+    write_key(
+        &fields.namespace,
+        &fields.platform,
+        fields.chat_type,
+        &fields.chat_id,
+        fields.thread_id.as_ref(),
+        fields.user_id.as_ref(),
+    )
+}
+
+/// Builds the canonical key of `origin` under `policy` (no intermediate
+/// [`KeyFields`]: this is on the routing hot path).
+pub fn build(origin: &Origin, policy: &Policy) -> String {
+    let user = origin
+        .user_id()
+        .filter(|_| user_is_keyed(origin.chat_type(), origin.thread_id().is_some(), policy));
+    write_key(
+        policy.namespace(),
+        origin.platform(),
+        origin.chat_type(),
+        origin.chat_id(),
+        origin.thread_id(),
+        user,
+    )
+}
+
+fn write_key(
+    namespace: &str,
+    platform: &Platform,
+    chat_type: ChatType,
+    chat: &Id,
+    thread: Option<&Id>,
+    user: Option<&Id>,
+) -> String {
     let mut out = String::with_capacity(
-        32 + fields.chat_id.as_str().len()
-            + fields
-                .thread_id
-                .as_ref()
-                .map_or(0, |t| t.as_str().len() + 1)
-            + fields.user_id.as_ref().map_or(0, |u| u.as_str().len() + 2),
+        16 + namespace.len()
+            + platform.as_str().len()
+            + chat.as_str().len()
+            + thread.map_or(0, |t| t.as_str().len() + 1)
+            + user.map_or(0, |u| u.as_str().len() + 2),
     );
     out.push_str("agent:");
-    out.push_str(&fields.namespace);
+    out.push_str(namespace);
     out.push(':');
-    out.push_str(fields.platform.as_str());
+    out.push_str(platform.as_str());
     out.push(':');
-    out.push_str(fields.chat_type.as_str());
+    out.push_str(chat_type.as_str());
     out.push(':');
-    push_escaped(&mut out, fields.chat_id.as_str());
-    if let Some(thread) = &fields.thread_id {
+    push_escaped(&mut out, chat.as_str());
+    if let Some(thread) = thread {
         out.push(':');
         push_escaped(&mut out, thread.as_str());
     }
-    if let Some(user) = &fields.user_id {
+    if let Some(user) = user {
         out.push(':');
         out.push(USER_MARK);
         push_escaped(&mut out, user.as_str());
     }
     debug_assert!(out.len() <= MAX_KEY_BYTES);
     out
-}
-
-/// Builds the canonical key of `origin` under `policy`.
-pub fn build(origin: &Origin, policy: &Policy) -> String {
-    build_fields(&KeyFields::of(origin, policy))
 }
 
 /// Parses a canonical key back into exactly the fields it was built from.
