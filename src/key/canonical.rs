@@ -29,7 +29,10 @@ fn must_escape(c: char) -> bool {
 }
 
 fn push_escaped(out: &mut String, id: &str) {
-    if !id.bytes().any(|b| matches!(b, b'%' | b':' | b'~') || b.is_ascii_control()) {
+    if !id
+        .bytes()
+        .any(|b| matches!(b, b'%' | b':' | b'~') || b.is_ascii_control())
+    {
         out.push_str(id);
         return;
     }
