@@ -14,10 +14,18 @@
 #![forbid(unsafe_code)]
 
 pub mod conform;
+pub mod delivery;
+pub mod driver;
 pub mod fuzzing;
+pub mod gateway;
 pub mod gen;
 pub mod key;
 pub mod origin;
+pub mod persist;
+pub mod registry;
+pub mod router;
+pub mod store;
+pub mod text;
 
 pub use key::{KeyError, KeyFields, Policy, Profile};
 pub use origin::{ChatType, Id, Origin, OriginError, Platform};

@@ -1,0 +1,338 @@
+//! The delivery engine: per-thread FIFO queues, busy threads, exactly-once
+//! bookkeeping, retries with bounded backoff, dead letters (DELIVER-1..8).
+//!
+//! Sans-IO: [`DeliveryEngine::poll`] says what to send now; the driver sends
+//! and reports back with [`DeliveryEngine::ack`]. Only the head of a
+//! thread's queue is ever in flight, which is what keeps one process's
+//! notifications in order (DELIVER-5).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::persist::{self, FileProblem};
+use crate::registry::RunId;
+use crate::router::Destination;
+
+const FORMAT: &str = "procroute.delivery";
+const VERSION: u64 = 1;
+
+/// What makes a notification unique (DELIVER-3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NotificationId {
+    Process { run: RunId, seq: u32 },
+    Shutdown { epoch: u64, index: u32 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Notification {
+    pub id: NotificationId,
+    pub destination: Destination,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeliveryLimits {
+    /// Sends per notification before it is dead-lettered.
+    pub max_attempts: u32,
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+    /// Remembered delivered ids (exactly-once window).
+    pub delivered_log_max: usize,
+    /// Queued notifications across all threads; beyond this, enqueue is
+    /// refused with back-pressure (never a silent drop).
+    pub queue_max: usize,
+    pub dead_letter_max: usize,
+    /// The gateway ticks at least this often; a notification for an idle
+    /// thread is sent within one tick (DELIVER-1).
+    pub tick_interval_ms: u64,
+}
+
+impl Default for DeliveryLimits {
+    fn default() -> DeliveryLimits {
+        DeliveryLimits {
+            max_attempts: 6,
+            backoff_base_ms: 1_000,
+            backoff_max_ms: 60_000,
+            delivered_log_max: 65_536,
+            queue_max: 1_000_000,
+            dead_letter_max: 100_000,
+            tick_interval_ms: 1_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Pending {
+    n: Notification,
+    attempts: u32,
+    not_before_ms: u64,
+    in_flight: bool,
+    last_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub notification: Notification,
+    pub reason: String,
+    pub at_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnqueueError {
+    #[error("{max} notifications are queued, the limit: the caller must hold this one and retry")]
+    Backpressure { max: usize },
+}
+
+/// What `enqueue` did with a notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueued {
+    Queued,
+    /// Already delivered or already queued: ignored (DELIVER-3).
+    Duplicate,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Body {
+    queues: Vec<(Destination, Vec<Pending>)>,
+    delivered: Vec<NotificationId>,
+    dead: Vec<DeadLetter>,
+    busy: Vec<Destination>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryEngine {
+    limits: DeliveryLimits,
+    queues: BTreeMap<Destination, VecDeque<Pending>>,
+    queued_ids: BTreeSet<NotificationId>,
+    busy: BTreeSet<Destination>,
+    delivered: BTreeSet<NotificationId>,
+    delivered_order: VecDeque<NotificationId>,
+    dead: VecDeque<DeadLetter>,
+    dead_total: u64,
+}
+
+impl DeliveryEngine {
+    pub fn new(limits: DeliveryLimits) -> DeliveryEngine {
+        DeliveryEngine {
+            limits,
+            queues: BTreeMap::new(),
+            queued_ids: BTreeSet::new(),
+            busy: BTreeSet::new(),
+            delivered: BTreeSet::new(),
+            delivered_order: VecDeque::new(),
+            dead: VecDeque::new(),
+            dead_total: 0,
+        }
+    }
+
+    pub fn limits(&self) -> &DeliveryLimits {
+        &self.limits
+    }
+
+    pub fn enqueue(&mut self, n: Notification, now_ms: u64) -> Result<Enqueued, EnqueueError> {
+        if self.delivered.contains(&n.id) || self.queued_ids.contains(&n.id) {
+            return Ok(Enqueued::Duplicate);
+        }
+        if self.queued_ids.len() >= self.limits.queue_max {
+            return Err(EnqueueError::Backpressure {
+                max: self.limits.queue_max,
+            });
+        }
+        self.queued_ids.insert(n.id);
+        self.queues
+            .entry(n.destination.clone())
+            .or_default()
+            .push_back(Pending {
+                n,
+                attempts: 0,
+                not_before_ms: now_ms,
+                in_flight: false,
+                last_error: None,
+            });
+        Ok(Enqueued::Queued)
+    }
+
+    /// A turn started in this thread: hold its notifications (DELIVER-2).
+    pub fn turn_started(&mut self, d: &Destination) {
+        self.busy.insert(d.clone());
+    }
+
+    pub fn turn_ended(&mut self, d: &Destination) {
+        self.busy.remove(d);
+    }
+
+    pub fn is_busy(&self, d: &Destination) -> bool {
+        self.busy.contains(d)
+    }
+
+    /// What to send now: the head of every idle thread's queue that is due
+    /// and not already in flight.
+    pub fn poll(&mut self, now_ms: u64) -> Vec<Notification> {
+        let mut out = Vec::new();
+        for (dest, q) in self.queues.iter_mut() {
+            if self.busy.contains(dest) {
+                continue;
+            }
+            if let Some(head) = q.front_mut() {
+                if !head.in_flight && head.not_before_ms <= now_ms {
+                    head.in_flight = true;
+                    head.attempts += 1;
+                    out.push(head.n.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The adapter's answer for an in-flight notification.
+    pub fn ack(&mut self, id: NotificationId, result: Result<(), String>, now_ms: u64) {
+        let Some((dest, q)) = self
+            .queues
+            .iter_mut()
+            .find(|(_, q)| q.front().is_some_and(|h| h.n.id == id && h.in_flight))
+        else {
+            return; // unknown or stale ack: nothing to do
+        };
+        let dest = dest.clone();
+        match result {
+            Ok(()) => {
+                q.pop_front();
+                self.queued_ids.remove(&id);
+                self.remember(id);
+            }
+            Err(reason) => {
+                let head = q.front_mut().expect("found above");
+                head.in_flight = false;
+                head.last_error = Some(reason.clone());
+                if head.attempts >= self.limits.max_attempts {
+                    let p = q.pop_front().expect("found above");
+                    self.queued_ids.remove(&id);
+                    self.dead_letter(
+                        p.n,
+                        format!("adapter failed {} times, last: {reason}", p.attempts),
+                        now_ms,
+                    );
+                } else {
+                    let shift = (head.attempts - 1).min(20);
+                    let backoff = self
+                        .limits
+                        .backoff_base_ms
+                        .saturating_mul(1 << shift)
+                        .min(self.limits.backoff_max_ms);
+                    head.not_before_ms = now_ms.saturating_add(backoff);
+                }
+            }
+        }
+        if self.queues.get(&dest).is_some_and(VecDeque::is_empty) {
+            self.queues.remove(&dest);
+        }
+    }
+
+    /// Records a notification that can never be sent, with its reason
+    /// (DELIVER-4). The dead-letter list is bounded; the count is not.
+    pub fn dead_letter(&mut self, n: Notification, reason: String, now_ms: u64) {
+        self.dead_total += 1;
+        if self.dead.len() >= self.limits.dead_letter_max {
+            self.dead.pop_front();
+        }
+        self.dead.push_back(DeadLetter {
+            notification: n,
+            reason,
+            at_ms: now_ms,
+        });
+    }
+
+    fn remember(&mut self, id: NotificationId) {
+        if self.delivered.insert(id) {
+            self.delivered_order.push_back(id);
+            while self.delivered_order.len() > self.limits.delivered_log_max {
+                if let Some(old) = self.delivered_order.pop_front() {
+                    self.delivered.remove(&old);
+                }
+            }
+        }
+    }
+
+    pub fn was_delivered(&self, id: &NotificationId) -> bool {
+        self.delivered.contains(id)
+    }
+
+    pub fn dead_letters(&self) -> impl Iterator<Item = &DeadLetter> {
+        self.dead.iter()
+    }
+
+    pub fn dead_total(&self) -> u64 {
+        self.dead_total
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queued_ids.len()
+    }
+
+    /// The earliest time something may become sendable, for the driver's
+    /// sleep.
+    pub fn next_due(&self) -> Option<u64> {
+        self.queues
+            .iter()
+            .filter(|(d, _)| !self.busy.contains(*d))
+            .filter_map(|(_, q)| q.front())
+            .filter(|h| !h.in_flight)
+            .map(|h| h.not_before_ms)
+            .min()
+    }
+
+    /// The file image (DELIVER-6). In-flight sends are recorded as pending:
+    /// after a crash they are sent again with the same id, which is what an
+    /// idempotent adapter dedupes on.
+    pub fn encode(&self) -> Vec<u8> {
+        let body = Body {
+            queues: self
+                .queues
+                .iter()
+                .map(|(d, q)| {
+                    let items = q
+                        .iter()
+                        .map(|p| Pending {
+                            in_flight: false,
+                            ..p.clone()
+                        })
+                        .collect();
+                    (d.clone(), items)
+                })
+                .collect(),
+            delivered: self.delivered_order.iter().copied().collect(),
+            dead: self.dead.iter().cloned().collect(),
+            busy: Vec::new(),
+        };
+        persist::encode(FORMAT, VERSION, &body)
+    }
+
+    pub fn decode(bytes: &[u8], limits: DeliveryLimits) -> Result<DeliveryEngine, FileProblem> {
+        let body: Body = persist::decode(FORMAT, VERSION, bytes)?;
+        let mut e = DeliveryEngine::new(limits);
+        for id in body.delivered {
+            e.remember(id);
+        }
+        for (dest, items) in body.queues {
+            for p in items {
+                if p.n.destination != dest {
+                    return Err(FileProblem::Corrupt {
+                        detail: format!("notification {:?} is queued for another thread", p.n.id),
+                    });
+                }
+                if !e.queued_ids.insert(p.n.id) {
+                    return Err(FileProblem::Corrupt {
+                        detail: format!("notification {:?} is queued twice", p.n.id),
+                    });
+                }
+                e.queues.entry(dest.clone()).or_default().push_back(p);
+            }
+        }
+        e.dead_total = body.dead.len() as u64;
+        e.dead = body.dead.into();
+        Ok(e)
+    }
+}

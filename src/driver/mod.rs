@@ -1,0 +1,196 @@
+//! Thin drivers around the sans-IO core: real OS processes, durable files
+//! and chat adapters (spec DRIVER-1).
+//!
+//! The core ([`crate::gateway::Gateway`]) never blocks, never spawns and
+//! never touches a file. [`Runtime`] does those three things and nothing
+//! else: it turns process output and exits into inputs, executes the core's
+//! outputs (persist, send), and feeds the adapter's answers back.
+
+pub mod process;
+
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use crate::delivery::Notification;
+use crate::gateway::{Config, FileKind, Gateway, Input, Output};
+use crate::origin::Origin;
+use crate::persist::{Persist, PersistError};
+use crate::registry::{Completion, RunId};
+
+/// A chat platform connection. `send` must be idempotent on
+/// `notification.id`: after a crash between a successful send and its
+/// acknowledgement the same id is offered again (DELIVER-6).
+pub trait Adapter {
+    fn send(&mut self, notification: &Notification) -> Result<(), String>;
+}
+
+/// Messages from process threads to the runtime.
+#[derive(Debug)]
+pub enum ProcMsg {
+    Output(RunId, String),
+    Finished(RunId, Completion),
+}
+
+/// The three durable files.
+pub struct Files {
+    pub store: Box<dyn Persist + Send>,
+    pub checkpoint: Box<dyn Persist + Send>,
+    pub delivery: Box<dyn Persist + Send>,
+}
+
+pub struct Runtime<A: Adapter> {
+    gateway: Gateway,
+    adapter: A,
+    files: Files,
+    tx: Sender<ProcMsg>,
+    rx: Receiver<ProcMsg>,
+    procs: process::Processes,
+    epoch: Instant,
+    /// Every output the core produced, for inspection and logs.
+    pub log: Vec<Output>,
+    /// Persistence failures: the gateway keeps running, the error is kept.
+    pub persist_errors: Vec<PersistError>,
+}
+
+impl<A: Adapter> Runtime<A> {
+    pub fn new(config: Config, adapter: A, files: Files) -> Runtime<A> {
+        let (tx, rx) = mpsc::channel();
+        Runtime {
+            gateway: Gateway::new(config),
+            adapter,
+            files,
+            tx,
+            rx,
+            procs: process::Processes::default(),
+            epoch: Instant::now(),
+            log: Vec::new(),
+            persist_errors: Vec::new(),
+        }
+    }
+
+    pub fn gateway(&self) -> &Gateway {
+        &self.gateway
+    }
+
+    pub fn adapter(&self) -> &A {
+        &self.adapter
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Feeds one input and executes everything it leads to.
+    pub fn input(&mut self, input: Input) -> Vec<Output> {
+        let now = self.now_ms();
+        let outputs = self.gateway.handle(now, input);
+        let mut result = Vec::new();
+        for o in outputs {
+            self.execute(&o);
+            result.push(o);
+        }
+        result
+    }
+
+    fn execute(&mut self, o: &Output) {
+        self.log.push(o.clone());
+        match o {
+            Output::Persist { file, bytes } => {
+                let target = match file {
+                    FileKind::Store => &mut self.files.store,
+                    FileKind::Checkpoint => &mut self.files.checkpoint,
+                    FileKind::Delivery => &mut self.files.delivery,
+                };
+                if let Err(e) = target.store(bytes) {
+                    self.persist_errors.push(e);
+                }
+            }
+            Output::Send(n) => {
+                let error = self.adapter.send(n).err();
+                let now = self.now_ms();
+                let follow = self.gateway.handle(now, Input::Sent { id: n.id, error });
+                for f in follow {
+                    self.execute(&f);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Starts `sh -c command` for a turn in `origin`'s thread.
+    pub fn spawn_shell(
+        &mut self,
+        origin: Origin,
+        process_id: &str,
+        command: &str,
+        watch_patterns: Vec<String>,
+        notify_on_exit: bool,
+    ) -> Result<RunId, String> {
+        let outs = self.input(Input::Spawn {
+            origin,
+            process_id: process_id.to_owned(),
+            command: command.to_owned(),
+            watch_patterns,
+            notify_on_exit,
+        });
+        let run = outs
+            .iter()
+            .find_map(|o| match o {
+                Output::Spawned { run, .. } => Some(*run),
+                _ => None,
+            })
+            .ok_or_else(|| format!("spawn rejected: {outs:?}"))?;
+        if let Err(reason) = self.procs.start(run, command, self.tx.clone()) {
+            self.input(Input::Finished {
+                run,
+                completion: Completion::FailedToStart { reason },
+            });
+        }
+        Ok(run)
+    }
+
+    pub fn kill(&mut self, run: RunId) {
+        self.procs.kill(run);
+    }
+
+    /// Pumps process messages into the core for up to `budget`, ticking at
+    /// least every `tick`.
+    pub fn pump(&mut self, budget: Duration, tick: Duration) {
+        let deadline = Instant::now() + budget;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match self.rx.recv_timeout(left.min(tick)) {
+                Ok(ProcMsg::Output(run, chunk)) => {
+                    self.input(Input::Output { run, chunk });
+                }
+                Ok(ProcMsg::Finished(run, completion)) => {
+                    self.procs.forget(run);
+                    self.input(Input::Finished { run, completion });
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    self.input(Input::Tick);
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+
+    /// Pumps until no process runs and nothing is queued, or `limit` passes.
+    /// Returns whether it became idle.
+    pub fn run_until_idle(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if self.gateway.registry().running().next().is_none()
+                && self.gateway.delivery().queued() == 0
+                && self.procs.is_empty()
+            {
+                return true;
+            }
+            self.pump(Duration::from_millis(50), Duration::from_millis(20));
+        }
+        false
+    }
+}

@@ -1,0 +1,371 @@
+//! The sans-IO facade: inputs in, outputs out, an explicit clock.
+//!
+//! [`Gateway::handle`] is the whole API. It owns the store, the registry and
+//! the delivery engine; routing happens inside, from each event's own
+//! captured origin. No input names a "current" thread for routing: the
+//! thread in `TurnStarted`/`TurnEnded` only marks that thread busy or idle.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::delivery::{DeliveryEngine, DeliveryLimits, Notification, NotificationId};
+use crate::key::Policy;
+use crate::origin::Origin;
+use crate::persist::FileProblem;
+use crate::registry::{Completion, Limits, ProcessEvent, Registry, RunId, SpawnRequest};
+use crate::router::{self, Destination, DropReason};
+use crate::store::{Lane, SessionStore, DEFAULT_MAX_LANES};
+use crate::text;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub policy: Policy,
+    pub limits: Limits,
+    pub delivery: DeliveryLimits,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "input", rename_all = "snake_case")]
+pub enum Input {
+    /// A user message arrived in a thread (opens or touches its lane).
+    Message {
+        origin: Origin,
+    },
+    TurnStarted {
+        origin: Origin,
+    },
+    TurnEnded {
+        origin: Origin,
+    },
+    /// `/new` in a thread.
+    Reset {
+        origin: Origin,
+    },
+    /// A turn started a background process; `origin` is that turn's origin.
+    Spawn {
+        origin: Origin,
+        process_id: String,
+        command: String,
+        #[serde(default)]
+        watch_patterns: Vec<String>,
+        #[serde(default)]
+        notify_on_exit: bool,
+    },
+    Output {
+        run: RunId,
+        chunk: String,
+    },
+    Finished {
+        run: RunId,
+        completion: Completion,
+    },
+    /// Time passed; send what is due.
+    Tick,
+    /// The adapter's answer for a `Send`.
+    Sent {
+        id: NotificationId,
+        #[serde(default)]
+        error: Option<String>,
+    },
+    /// The gateway is going down: one notice per thread with a lane.
+    Shutdown,
+}
+
+/// Which durable file an output's bytes belong to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    Store,
+    Checkpoint,
+    Delivery,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "output", rename_all = "snake_case")]
+pub enum Output {
+    /// Persist these bytes before acting on anything later in this batch.
+    Persist {
+        file: FileKind,
+        bytes: Vec<u8>,
+    },
+    Spawned {
+        run: RunId,
+        lane: Lane,
+    },
+    Send(Notification),
+    /// An event that was not routed; its notification is dead-lettered.
+    Dropped {
+        run: RunId,
+        seq: u32,
+        reason: DropReason,
+    },
+    /// An input that could not be applied, with the reason.
+    Rejected {
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    pub routed_from_store: u64,
+    pub routed_from_capture: u64,
+    pub dropped: u64,
+    pub shutdown_notices_sent: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Gateway {
+    config: Config,
+    store: SessionStore,
+    registry: Registry,
+    delivery: DeliveryEngine,
+    stats: Stats,
+    shutdown_epoch: u64,
+    shutdown_ids: BTreeSet<NotificationId>,
+}
+
+impl Gateway {
+    pub fn new(config: Config) -> Gateway {
+        Gateway {
+            store: SessionStore::new(DEFAULT_MAX_LANES),
+            registry: Registry::new(config.limits.clone()),
+            delivery: DeliveryEngine::new(config.delivery.clone()),
+            config,
+            stats: Stats::default(),
+            shutdown_epoch: 0,
+            shutdown_ids: BTreeSet::new(),
+        }
+    }
+
+    /// Rebuilds a gateway after a restart from its three files (any may be
+    /// missing). `alive` tells which checkpointed runs still run; the others
+    /// produce `Lost` completions, routed and queued like any event.
+    pub fn recover(
+        config: Config,
+        store: Option<&[u8]>,
+        checkpoint: Option<&[u8]>,
+        delivery: Option<&[u8]>,
+        now_ms: u64,
+        alive: impl FnMut(RunId, &SpawnRequest) -> bool,
+    ) -> Result<(Gateway, Vec<Output>), (FileKind, FileProblem)> {
+        let mut g = Gateway::new(config.clone());
+        if let Some(b) = store {
+            g.store =
+                SessionStore::decode(b, DEFAULT_MAX_LANES).map_err(|e| (FileKind::Store, e))?;
+        }
+        if let Some(b) = delivery {
+            g.delivery = DeliveryEngine::decode(b, config.delivery.clone())
+                .map_err(|e| (FileKind::Delivery, e))?;
+        }
+        let mut out = Vec::new();
+        if let Some(b) = checkpoint {
+            let (reg, lost) = Registry::restore(b, config.limits.clone(), now_ms, alive)
+                .map_err(|e| (FileKind::Checkpoint, e))?;
+            g.registry = reg;
+            if !lost.is_empty() {
+                out.push(g.persist(FileKind::Checkpoint));
+            }
+            g.route_all(lost, now_ms, &mut out);
+        }
+        g.flush(now_ms, &mut out);
+        Ok((g, out))
+    }
+
+    pub fn store(&self) -> &SessionStore {
+        &self.store
+    }
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+    pub fn delivery(&self) -> &DeliveryEngine {
+        &self.delivery
+    }
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    fn persist(&self, file: FileKind) -> Output {
+        let bytes = match file {
+            FileKind::Store => self.store.encode(),
+            FileKind::Checkpoint => self.registry.encode(),
+            FileKind::Delivery => self.delivery.encode(),
+        };
+        Output::Persist { file, bytes }
+    }
+
+    fn observe(&mut self, origin: &Origin, now_ms: u64, out: &mut Vec<Output>) -> Option<Lane> {
+        match self.store.observe(origin, &self.config.policy, now_ms) {
+            Ok((lane, created)) => {
+                if created {
+                    out.push(self.persist(FileKind::Store));
+                }
+                Some(lane)
+            }
+            Err(e) => {
+                out.push(Output::Rejected {
+                    reason: e.to_string(),
+                });
+                None
+            }
+        }
+    }
+
+    /// Applies one input at time `now_ms`.
+    pub fn handle(&mut self, now_ms: u64, input: Input) -> Vec<Output> {
+        let mut out = Vec::new();
+        match input {
+            Input::Message { origin } => {
+                self.observe(&origin, now_ms, &mut out);
+            }
+            Input::TurnStarted { origin } => {
+                self.observe(&origin, now_ms, &mut out);
+                self.delivery.turn_started(&Destination::of(&origin));
+            }
+            Input::TurnEnded { origin } => {
+                self.delivery.turn_ended(&Destination::of(&origin));
+            }
+            Input::Reset { origin } => {
+                if let Some(lane) = self.observe(&origin, now_ms, &mut out) {
+                    if self.store.reset(&lane, now_ms).is_ok() {
+                        out.push(self.persist(FileKind::Store));
+                    }
+                }
+            }
+            Input::Spawn {
+                origin,
+                process_id,
+                command,
+                watch_patterns,
+                notify_on_exit,
+            } => {
+                let Some(lane) = self.observe(&origin, now_ms, &mut out) else {
+                    return out;
+                };
+                let req = SpawnRequest {
+                    process_id,
+                    origin,
+                    lane: lane.clone(),
+                    command,
+                    watch_patterns,
+                    notify_on_exit,
+                };
+                match self.registry.spawn(req, now_ms) {
+                    Ok(run) => {
+                        // Checkpoint with routing before anyone learns the
+                        // run id (PROC-8).
+                        out.push(self.persist(FileKind::Checkpoint));
+                        out.push(Output::Spawned { run, lane });
+                    }
+                    Err(e) => out.push(Output::Rejected {
+                        reason: e.to_string(),
+                    }),
+                }
+            }
+            Input::Output { run, chunk } => match self.registry.output(run, &chunk, now_ms) {
+                Ok(events) => self.route_all(events, now_ms, &mut out),
+                Err(e) => out.push(Output::Rejected {
+                    reason: e.to_string(),
+                }),
+            },
+            Input::Finished { run, completion } => {
+                match self.registry.finish(run, completion, now_ms) {
+                    Ok(events) => {
+                        self.route_all(events, now_ms, &mut out);
+                        out.push(self.persist(FileKind::Checkpoint));
+                    }
+                    Err(e) => out.push(Output::Rejected {
+                        reason: e.to_string(),
+                    }),
+                }
+            }
+            Input::Tick => {}
+            Input::Sent { id, error } => {
+                let ok = error.is_none();
+                self.delivery.ack(id, error.map_or(Ok(()), Err), now_ms);
+                if ok && self.shutdown_ids.remove(&id) && self.delivery.was_delivered(&id) {
+                    self.stats.shutdown_notices_sent += 1;
+                }
+                out.push(self.persist(FileKind::Delivery));
+            }
+            Input::Shutdown => {
+                self.shutdown_epoch += 1;
+                let threads: BTreeSet<Destination> = self
+                    .store
+                    .lanes()
+                    .map(|(_, e)| Destination::of(&e.origin))
+                    .collect();
+                for (index, destination) in threads.into_iter().enumerate() {
+                    let id = NotificationId::Shutdown {
+                        epoch: self.shutdown_epoch,
+                        index: index as u32,
+                    };
+                    let n = Notification {
+                        id,
+                        destination,
+                        text: text::shutdown_notice(),
+                    };
+                    if self.delivery.enqueue(n, now_ms).is_ok() {
+                        self.shutdown_ids.insert(id);
+                    }
+                }
+                out.push(self.persist(FileKind::Delivery));
+            }
+        }
+        self.flush(now_ms, &mut out);
+        out
+    }
+
+    fn route_all(&mut self, events: Vec<ProcessEvent>, now_ms: u64, out: &mut Vec<Output>) {
+        if events.is_empty() {
+            return;
+        }
+        for e in events {
+            let n_id = NotificationId::Process {
+                run: e.run,
+                seq: e.seq,
+            };
+            match router::resolve(&self.store, &e) {
+                Ok(routed) => {
+                    match routed.source {
+                        router::RouteSource::Store => self.stats.routed_from_store += 1,
+                        _ => self.stats.routed_from_capture += 1,
+                    }
+                    let n = Notification {
+                        id: n_id,
+                        destination: routed.destination,
+                        text: text::render(&e),
+                    };
+                    if let Err(err) = self.delivery.enqueue(n.clone(), now_ms) {
+                        // Back-pressure: never silent (DELIVER-7).
+                        self.delivery.dead_letter(n, err.to_string(), now_ms);
+                    }
+                }
+                Err(reason) => {
+                    self.stats.dropped += 1;
+                    let n = Notification {
+                        id: n_id,
+                        destination: Destination::of(&e.origin),
+                        text: text::render(&e),
+                    };
+                    self.delivery.dead_letter(n, reason.to_string(), now_ms);
+                    out.push(Output::Dropped {
+                        run: e.run,
+                        seq: e.seq,
+                        reason,
+                    });
+                }
+            }
+        }
+        out.push(self.persist(FileKind::Delivery));
+    }
+
+    /// Sends whatever is due — on every input, idle ticks included
+    /// (DELIVER-1).
+    fn flush(&mut self, now_ms: u64, out: &mut Vec<Output>) {
+        for n in self.delivery.poll(now_ms) {
+            out.push(Output::Send(n));
+        }
+    }
+}

@@ -1,0 +1,492 @@
+//! The process registry: background processes, their watch patterns and the
+//! events they emit (spec PROC-1..PROC-9).
+//!
+//! `spawn` takes the origin explicitly — the origin of the turn that started
+//! the process. Every event carries that origin, the lane, the process id, a
+//! run id and a per-run sequence number. There is no other way to make an
+//! event, so there is no way to make one without its origin.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::origin::Origin;
+use crate::persist::{self, FileProblem};
+use crate::store::Lane;
+
+const FORMAT: &str = "procroute.checkpoint";
+const VERSION: u64 = 1;
+
+/// Every limit of the registry in one place, hermes-compatible defaults
+/// (PROC-4..PROC-6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// At most one watch event per process per this many ms.
+    pub watch_min_interval_ms: u64,
+    /// Consecutive strike windows that disable watching.
+    pub watch_strike_limit: u32,
+    /// Global breaker: at most this many watch events per window...
+    pub global_max_per_window: u32,
+    pub global_window_ms: u64,
+    /// ...then no watch events for this long.
+    pub global_cooldown_ms: u64,
+    /// Output excerpt bounds.
+    pub excerpt_max_lines: usize,
+    pub excerpt_max_chars: usize,
+    /// Bytes of output tail kept for the completion notification.
+    pub tail_max_chars: usize,
+    pub max_processes: usize,
+    pub max_patterns: usize,
+    pub max_pattern_bytes: usize,
+    pub max_command_bytes: usize,
+    pub max_process_id_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            watch_min_interval_ms: 15_000,
+            watch_strike_limit: 3,
+            global_max_per_window: 15,
+            global_window_ms: 10_000,
+            global_cooldown_ms: 30_000,
+            excerpt_max_lines: 20,
+            excerpt_max_chars: 2_000,
+            tail_max_chars: 2_000,
+            max_processes: 100_000,
+            max_patterns: 32,
+            max_pattern_bytes: 256,
+            max_command_bytes: 4_096,
+            max_process_id_bytes: 128,
+        }
+    }
+}
+
+/// A run of a process: unique for the registry's lifetime, across restarts
+/// (the counter is checkpointed). Two runs of one process id differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunId(pub u64);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpawnRequest {
+    /// The caller's name for the process (`proc_1a2b`), opaque.
+    pub process_id: String,
+    /// The origin of the turn that started the process.
+    pub origin: Origin,
+    pub lane: Lane,
+    pub command: String,
+    #[serde(default)]
+    pub watch_patterns: Vec<String>,
+    #[serde(default)]
+    pub notify_on_exit: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    #[error("{what} is {len} bytes, the limit is {max}")]
+    TooLong {
+        what: &'static str,
+        len: usize,
+        max: usize,
+    },
+    #[error("{count} watch patterns, the limit is {max}")]
+    TooManyPatterns { count: usize, max: usize },
+    #[error("a watch pattern is empty")]
+    EmptyPattern,
+    #[error("{max} processes are running, the limit")]
+    Full { max: usize },
+    #[error("run {0:?} is not running")]
+    NotRunning(RunId),
+    #[error("process id is empty")]
+    EmptyProcessId,
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Completion {
+    Exited {
+        code: i32,
+    },
+    Signaled {
+        signal: i32,
+    },
+    Killed,
+    /// It vanished across a gateway restart (PROC-8).
+    Lost,
+    FailedToStart {
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    WatchMatch {
+        pattern: String,
+        excerpt: String,
+        /// Matches dropped (rate limit or breaker) since the last event.
+        suppressed: u64,
+    },
+    /// Watching was switched off after too many strike windows; the process
+    /// now notifies on exit (PROC-5).
+    WatchDisabled { suppressed: u64 },
+    Completion {
+        completion: Completion,
+        tail: String,
+        suppressed: u64,
+    },
+}
+
+/// One event, carrying everything routing needs (PROC-2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessEvent {
+    pub run: RunId,
+    pub seq: u32,
+    pub process_id: String,
+    pub origin: Origin,
+    pub lane: Lane,
+    pub command: String,
+    pub at_ms: u64,
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Proc {
+    req: SpawnRequest,
+    started_ms: u64,
+    next_seq: u32,
+    notify_on_exit: bool,
+    watch_disabled: bool,
+    cooldown_until: Option<u64>,
+    strike_candidate: bool,
+    strikes: u32,
+    suppressed: u64,
+    tail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+struct Breaker {
+    window_start: u64,
+    window_hits: u32,
+    tripped_until: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Body {
+    next_run: u64,
+    running: Vec<(RunId, Proc)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registry {
+    limits: Limits,
+    next_run: u64,
+    running: BTreeMap<RunId, Proc>,
+    breaker: Breaker,
+}
+
+impl Registry {
+    pub fn new(limits: Limits) -> Registry {
+        Registry {
+            limits,
+            next_run: 1,
+            running: BTreeMap::new(),
+            breaker: Breaker::default(),
+        }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub fn running(&self) -> impl Iterator<Item = (RunId, &SpawnRequest)> {
+        self.running.iter().map(|(r, p)| (*r, &p.req))
+    }
+
+    pub fn is_running(&self, run: RunId) -> bool {
+        self.running.contains_key(&run)
+    }
+
+    /// Starts tracking a process (PROC-1). Validates every limit first.
+    pub fn spawn(&mut self, req: SpawnRequest, now_ms: u64) -> Result<RunId, RegistryError> {
+        let l = &self.limits;
+        let too_long = |what, len, max| {
+            if len > max {
+                Err(RegistryError::TooLong { what, len, max })
+            } else {
+                Ok(())
+            }
+        };
+        if req.process_id.is_empty() {
+            return Err(RegistryError::EmptyProcessId);
+        }
+        too_long("process id", req.process_id.len(), l.max_process_id_bytes)?;
+        too_long("command", req.command.len(), l.max_command_bytes)?;
+        if req.watch_patterns.len() > l.max_patterns {
+            return Err(RegistryError::TooManyPatterns {
+                count: req.watch_patterns.len(),
+                max: l.max_patterns,
+            });
+        }
+        for p in &req.watch_patterns {
+            if p.is_empty() {
+                return Err(RegistryError::EmptyPattern);
+            }
+            too_long("watch pattern", p.len(), l.max_pattern_bytes)?;
+        }
+        if self.running.len() >= l.max_processes {
+            return Err(RegistryError::Full {
+                max: l.max_processes,
+            });
+        }
+        let run = RunId(self.next_run);
+        self.next_run += 1;
+        let notify_on_exit = req.notify_on_exit;
+        self.running.insert(
+            run,
+            Proc {
+                req,
+                started_ms: now_ms,
+                next_seq: 0,
+                notify_on_exit,
+                watch_disabled: false,
+                cooldown_until: None,
+                strike_candidate: false,
+                strikes: 0,
+                suppressed: 0,
+                tail: String::new(),
+            },
+        );
+        Ok(run)
+    }
+
+    fn event(p: &mut Proc, run: RunId, now_ms: u64, kind: EventKind) -> ProcessEvent {
+        let seq = p.next_seq;
+        p.next_seq += 1;
+        ProcessEvent {
+            run,
+            seq,
+            process_id: p.req.process_id.clone(),
+            origin: p.req.origin.clone(),
+            lane: p.req.lane.clone(),
+            command: p.req.command.clone(),
+            at_ms: now_ms,
+            kind,
+        }
+    }
+
+    /// A chunk of output (PROC-3..PROC-6). Lines are matched within the
+    /// chunk, as hermes-agent does; the first matching pattern is reported.
+    pub fn output(
+        &mut self,
+        run: RunId,
+        chunk: &str,
+        now_ms: u64,
+    ) -> Result<Vec<ProcessEvent>, RegistryError> {
+        let limits = self.limits.clone();
+        let p = self
+            .running
+            .get_mut(&run)
+            .ok_or(RegistryError::NotRunning(run))?;
+        push_tail(&mut p.tail, chunk, limits.tail_max_chars);
+        if p.req.watch_patterns.is_empty() || p.watch_disabled {
+            return Ok(Vec::new());
+        }
+        let mut matched: Vec<&str> = Vec::new();
+        let mut pattern: Option<String> = None;
+        for line in chunk.lines() {
+            if let Some(pat) = p
+                .req
+                .watch_patterns
+                .iter()
+                .find(|pat| line.contains(pat.as_str()))
+            {
+                matched.push(line.trim_end());
+                pattern.get_or_insert_with(|| pat.clone());
+            }
+        }
+        let Some(pattern) = pattern else {
+            return Ok(Vec::new());
+        };
+        // Per-process cooldown and strikes (PROC-4, PROC-5).
+        if let Some(until) = p.cooldown_until.filter(|u| now_ms < *u) {
+            let _ = until;
+            p.suppressed += matched.len() as u64;
+            if !p.strike_candidate {
+                p.strike_candidate = true;
+                p.strikes += 1;
+                if p.strikes >= limits.watch_strike_limit {
+                    p.watch_disabled = true;
+                    p.notify_on_exit = true;
+                    let suppressed = std::mem::take(&mut p.suppressed);
+                    return Ok(vec![Registry::event(
+                        p,
+                        run,
+                        now_ms,
+                        EventKind::WatchDisabled { suppressed },
+                    )]);
+                }
+            }
+            return Ok(Vec::new());
+        }
+        if p.cooldown_until.is_some() && !p.strike_candidate {
+            p.strikes = 0;
+        }
+        p.strike_candidate = false;
+        p.cooldown_until = Some(now_ms.saturating_add(limits.watch_min_interval_ms));
+        // Global breaker (PROC-6): a dropped match is counted on its own
+        // process and reported on that process's next event — never as an
+        // origin-less broadcast.
+        let b = &mut self.breaker;
+        if let Some(until) = b.tripped_until {
+            if now_ms < until {
+                p.suppressed += matched.len() as u64;
+                return Ok(Vec::new());
+            }
+            b.tripped_until = None;
+            b.window_start = now_ms;
+            b.window_hits = 0;
+        }
+        if now_ms.saturating_sub(b.window_start) >= limits.global_window_ms {
+            b.window_start = now_ms;
+            b.window_hits = 0;
+        }
+        if b.window_hits >= limits.global_max_per_window {
+            b.tripped_until = Some(now_ms.saturating_add(limits.global_cooldown_ms));
+            p.suppressed += matched.len() as u64;
+            return Ok(Vec::new());
+        }
+        b.window_hits += 1;
+        let excerpt = excerpt(&matched, limits.excerpt_max_lines, limits.excerpt_max_chars);
+        let suppressed = std::mem::take(&mut p.suppressed);
+        Ok(vec![Registry::event(
+            p,
+            run,
+            now_ms,
+            EventKind::WatchMatch {
+                pattern,
+                excerpt,
+                suppressed,
+            },
+        )])
+    }
+
+    /// The process ended (exit code or signal) or was killed (PROC-7).
+    pub fn finish(
+        &mut self,
+        run: RunId,
+        completion: Completion,
+        now_ms: u64,
+    ) -> Result<Vec<ProcessEvent>, RegistryError> {
+        let mut p = self
+            .running
+            .remove(&run)
+            .ok_or(RegistryError::NotRunning(run))?;
+        if !p.notify_on_exit {
+            return Ok(Vec::new());
+        }
+        let tail = std::mem::take(&mut p.tail);
+        let suppressed = std::mem::take(&mut p.suppressed);
+        Ok(vec![Registry::event(
+            &mut p,
+            run,
+            now_ms,
+            EventKind::Completion {
+                completion,
+                tail,
+                suppressed,
+            },
+        )])
+    }
+
+    /// The checkpoint: running processes with their routing (PROC-8).
+    pub fn encode(&self) -> Vec<u8> {
+        persist::encode(
+            FORMAT,
+            VERSION,
+            &Body {
+                next_run: self.next_run,
+                running: self.running.iter().map(|(r, p)| (*r, p.clone())).collect(),
+            },
+        )
+    }
+
+    /// Restores from a checkpoint after a restart. `alive` says whether a
+    /// run's OS process survived; those that did not yield a `Lost`
+    /// completion to their origin if one was promised (PROC-8).
+    pub fn restore(
+        bytes: &[u8],
+        limits: Limits,
+        now_ms: u64,
+        mut alive: impl FnMut(RunId, &SpawnRequest) -> bool,
+    ) -> Result<(Registry, Vec<ProcessEvent>), FileProblem> {
+        let body: Body = persist::decode(FORMAT, VERSION, bytes)?;
+        let mut reg = Registry::new(limits);
+        reg.next_run = body.next_run;
+        for (run, p) in body.running {
+            if run.0 >= body.next_run {
+                return Err(FileProblem::Corrupt {
+                    detail: format!("run {} is not below next_run {}", run.0, body.next_run),
+                });
+            }
+            reg.running.insert(run, p);
+        }
+        let lost: Vec<RunId> = reg
+            .running
+            .iter()
+            .filter(|(r, p)| !alive(**r, &p.req))
+            .map(|(r, _)| *r)
+            .collect();
+        let mut events = Vec::new();
+        for run in lost {
+            events.extend(
+                reg.finish(run, Completion::Lost, now_ms)
+                    .expect("run was just listed"),
+            );
+        }
+        Ok((reg, events))
+    }
+}
+
+fn push_tail(tail: &mut String, chunk: &str, max_chars: usize) {
+    tail.push_str(chunk);
+    let count = tail.chars().count();
+    if count > max_chars {
+        let cut = tail
+            .char_indices()
+            .nth(count - max_chars)
+            .map_or(0, |(i, _)| i);
+        tail.drain(..cut);
+    }
+}
+
+/// At most `max_lines` lines and `max_chars` characters, cut at a line
+/// boundary (PROC-3). A single line longer than the limit is cut at a char
+/// boundary and marked.
+pub fn excerpt(lines: &[&str], max_lines: usize, max_chars: usize) -> String {
+    let mut out = String::new();
+    let mut chars = 0;
+    let mut taken = VecDeque::new();
+    for line in lines.iter().take(max_lines) {
+        let n = line.chars().count() + usize::from(!taken.is_empty());
+        if chars + n > max_chars {
+            if taken.is_empty() {
+                let cut: String = line.chars().take(max_chars).collect();
+                taken.push_back(cut);
+            }
+            break;
+        }
+        chars += n;
+        taken.push_back((*line).to_owned());
+    }
+    for (i, l) in taken.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(l);
+    }
+    out
+}

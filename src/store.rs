@@ -1,0 +1,223 @@
+//! The session store: lane → entry {origin, conversation, created, updated}
+//! (spec STORE-1..STORE-3).
+//!
+//! A lane is the canonical key of the origin that opened it, so the lane
+//! alone determines platform, chat type, chat and thread (KEY-C5). The
+//! origin recorded when a lane is created is kept for the life of the lane;
+//! `/new` starts a new conversation on the same lane and keeps the origin.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::key::{canonical, Policy};
+use crate::origin::Origin;
+use crate::persist::{self, FileProblem};
+
+/// Default bound on the number of lanes (STORE-3).
+pub const DEFAULT_MAX_LANES: usize = 1_000_000;
+
+const FORMAT: &str = "procroute.store";
+const VERSION: u64 = 1;
+
+/// A session key in the canonical dialect.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Lane(String);
+
+impl Lane {
+    /// The lane of `origin` under `policy`.
+    pub fn of(origin: &Origin, policy: &Policy) -> Lane {
+        Lane(canonical::build(origin, policy))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Lane {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for Lane {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The origin that created the lane (STORE-1).
+    pub origin: Origin,
+    /// Changes on `/new` (STORE-2).
+    pub conversation: u64,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("the store holds {max} lanes, its limit; lane {lane} not created")]
+    Full { lane: Lane, max: usize },
+    #[error("lane {lane} does not exist")]
+    NoSuchLane { lane: Lane },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Body {
+    next_conversation: u64,
+    lanes: Vec<(Lane, Entry)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionStore {
+    lanes: BTreeMap<Lane, Entry>,
+    next_conversation: u64,
+    max_lanes: usize,
+}
+
+impl Default for SessionStore {
+    fn default() -> SessionStore {
+        SessionStore::new(DEFAULT_MAX_LANES)
+    }
+}
+
+impl SessionStore {
+    pub fn new(max_lanes: usize) -> SessionStore {
+        SessionStore {
+            lanes: BTreeMap::new(),
+            next_conversation: 1,
+            max_lanes,
+        }
+    }
+
+    /// A message arrived from `origin`: create its lane (recording the
+    /// origin) or touch it. Returns the lane and whether it is new.
+    pub fn observe(
+        &mut self,
+        origin: &Origin,
+        policy: &Policy,
+        now_ms: u64,
+    ) -> Result<(Lane, bool), StoreError> {
+        let lane = Lane::of(origin, policy);
+        if let Some(e) = self.lanes.get_mut(&lane) {
+            e.updated_ms = e.updated_ms.max(now_ms);
+            return Ok((lane, false));
+        }
+        if self.lanes.len() >= self.max_lanes {
+            return Err(StoreError::Full {
+                lane,
+                max: self.max_lanes,
+            });
+        }
+        let conversation = self.take_conversation();
+        self.lanes.insert(
+            lane.clone(),
+            Entry {
+                origin: origin.clone(),
+                conversation,
+                created_ms: now_ms,
+                updated_ms: now_ms,
+            },
+        );
+        Ok((lane, true))
+    }
+
+    /// `/new`: a new conversation id on the same lane; the origin stays.
+    pub fn reset(&mut self, lane: &Lane, now_ms: u64) -> Result<u64, StoreError> {
+        let conversation = self.next_conversation;
+        let e = self
+            .lanes
+            .get_mut(lane)
+            .ok_or_else(|| StoreError::NoSuchLane { lane: lane.clone() })?;
+        e.conversation = conversation;
+        e.updated_ms = e.updated_ms.max(now_ms);
+        self.next_conversation += 1;
+        Ok(conversation)
+    }
+
+    fn take_conversation(&mut self) -> u64 {
+        let c = self.next_conversation;
+        self.next_conversation += 1;
+        c
+    }
+
+    pub fn get(&self, lane: &Lane) -> Option<&Entry> {
+        self.lanes.get(lane)
+    }
+
+    pub fn len(&self) -> usize {
+        self.lanes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lanes.is_empty()
+    }
+
+    pub fn lanes(&self) -> impl Iterator<Item = (&Lane, &Entry)> {
+        self.lanes.iter()
+    }
+
+    /// The versioned file image (STORE-4).
+    pub fn encode(&self) -> Vec<u8> {
+        persist::encode(
+            FORMAT,
+            VERSION,
+            &Body {
+                next_conversation: self.next_conversation,
+                lanes: self
+                    .lanes
+                    .iter()
+                    .map(|(l, e)| (l.clone(), e.clone()))
+                    .collect(),
+            },
+        )
+    }
+
+    /// Rebuilds a store from its file image. Beyond the envelope checks,
+    /// every lane must be the canonical key of its recorded origin under
+    /// some policy, so a tampered file cannot re-point a lane (STORE-5).
+    pub fn decode(bytes: &[u8], max_lanes: usize) -> Result<SessionStore, FileProblem> {
+        let body: Body = persist::decode(FORMAT, VERSION, bytes)?;
+        let mut lanes = BTreeMap::new();
+        for (lane, entry) in body.lanes {
+            let parsed = canonical::parse(lane.as_str()).map_err(|e| FileProblem::Corrupt {
+                detail: format!("lane {lane}: {e}"),
+            })?;
+            let o = &entry.origin;
+            if &parsed.platform != o.platform()
+                || parsed.chat_type != o.chat_type()
+                || &parsed.chat_id != o.chat_id()
+                || parsed.thread_id.as_ref() != o.thread_id()
+            {
+                return Err(FileProblem::Corrupt {
+                    detail: format!("lane {lane} does not match its recorded origin"),
+                });
+            }
+            if entry.conversation >= body.next_conversation {
+                return Err(FileProblem::Corrupt {
+                    detail: format!("lane {lane}: conversation id from the future"),
+                });
+            }
+            if lanes.insert(lane.clone(), entry).is_some() {
+                return Err(FileProblem::Corrupt {
+                    detail: format!("lane {lane} appears twice"),
+                });
+            }
+        }
+        if lanes.len() > max_lanes {
+            return Err(FileProblem::Corrupt {
+                detail: format!("{} lanes, the limit is {max_lanes}", lanes.len()),
+            });
+        }
+        Ok(SessionStore {
+            lanes,
+            next_conversation: body.next_conversation,
+            max_lanes,
+        })
+    }
+}
