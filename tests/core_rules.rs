@@ -1,0 +1,733 @@
+//! One named test (or more) per rule of the lanes, process-event, routing
+//! and delivery chapters of spec/SPEC.md. Test names start with the rule id.
+
+use procroute::delivery::{DeliveryEngine, DeliveryLimits, Enqueued, Notification, NotificationId};
+use procroute::gateway::{Config, FileKind, Gateway, Input, Output};
+use procroute::persist::{FilePersist, FileProblem, Persist, PersistError};
+use procroute::registry::{Completion, EventKind, Limits, Registry, RunId, SpawnRequest};
+use procroute::router::{self, Destination, DropReason, RouteSource};
+use procroute::store::{Lane, SessionStore, StoreError};
+use procroute::{ChatType, Origin, Policy};
+
+fn topic(thread: &str, user: &str) -> Origin {
+    Origin::new("telegram", ChatType::Group, "-100")
+        .and_then(|o| o.with_thread(thread))
+        .and_then(|o| o.with_user(user))
+        .expect("valid")
+}
+
+fn req(origin: &Origin, id: &str, watch: &[&str], notify: bool) -> SpawnRequest {
+    SpawnRequest {
+        process_id: id.to_owned(),
+        origin: origin.clone(),
+        lane: Lane::of(origin, &Policy::default()),
+        command: format!("run {id}"),
+        watch_patterns: watch.iter().map(|s| (*s).to_owned()).collect(),
+        notify_on_exit: notify,
+    }
+}
+
+fn sends(out: &[Output]) -> Vec<&Notification> {
+    out.iter()
+        .filter_map(|o| match o {
+            Output::Send(n) => Some(n),
+            _ => None,
+        })
+        .collect()
+}
+
+fn run_of(out: &[Output]) -> RunId {
+    out.iter()
+        .find_map(|o| match o {
+            Output::Spawned { run, .. } => Some(*run),
+            _ => None,
+        })
+        .expect("spawned")
+}
+
+// ---------------------------------------------------------------- STORE
+
+#[test]
+fn store_1_first_message_records_origin_on_its_canonical_lane() {
+    let mut s = SessionStore::new(10);
+    let a = topic("42", "alice");
+    let (lane, created) = s.observe(&a, &Policy::default(), 5).expect("room");
+    assert!(created);
+    assert_eq!(lane.as_str(), "agent:main:telegram:group:-100:42");
+    // Bob in the same shared topic: same lane, origin stays Alice's.
+    let (lane2, created2) = s
+        .observe(&topic("42", "bob"), &Policy::default(), 9)
+        .expect("room");
+    assert_eq!((lane2.clone(), created2), (lane.clone(), false));
+    let e = s.get(&lane).expect("entry");
+    assert_eq!((&e.origin, e.created_ms, e.updated_ms), (&a, 5, 9));
+}
+
+#[test]
+fn store_2_reset_gives_new_conversation_and_keeps_origin() {
+    let mut s = SessionStore::new(10);
+    let a = topic("42", "alice");
+    let (lane, _) = s.observe(&a, &Policy::default(), 0).expect("room");
+    let before = s.get(&lane).expect("entry").conversation;
+    let after = s.reset(&lane, 1).expect("exists");
+    assert_ne!(before, after);
+    assert_eq!(s.get(&lane).expect("entry").origin, a);
+    assert!(matches!(
+        s.reset(&Lane::of(&topic("1", "x"), &Policy::default()), 2),
+        Err(StoreError::NoSuchLane { .. })
+    ));
+}
+
+#[test]
+fn store_3_a_full_store_refuses_new_lanes_and_keeps_old_ones() {
+    let mut s = SessionStore::new(1);
+    s.observe(&topic("1", "a"), &Policy::default(), 0)
+        .expect("room");
+    let err = s
+        .observe(&topic("2", "a"), &Policy::default(), 0)
+        .expect_err("full");
+    assert!(err.to_string().contains("limit"), "{err}");
+    assert_eq!(s.len(), 1);
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("procroute-rules-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join("store.json")
+}
+
+#[test]
+fn store_4_file_backend_round_trips_atomically() {
+    let path = temp("roundtrip");
+    let mut s = SessionStore::new(10);
+    s.observe(&topic("42", "alice"), &Policy::default(), 1)
+        .expect("room");
+    let mut f = FilePersist::new(&path);
+    f.store(&s.encode()).expect("writes");
+    assert!(
+        !path.with_extension("json.tmp").exists(),
+        "temp file left behind"
+    );
+    let bytes = f.load().expect("reads").expect("exists");
+    assert_eq!(SessionStore::decode(&bytes, 10).expect("decodes"), s);
+    assert!(String::from_utf8_lossy(&bytes).contains("\"version\":1"));
+}
+
+#[test]
+fn store_5_bad_files_are_typed_errors_naming_the_file_and_left_intact() {
+    let mut s = SessionStore::new(10);
+    s.observe(&topic("42", "alice"), &Policy::default(), 1)
+        .expect("room");
+    let good = s.encode();
+    let good_text = String::from_utf8(good.clone()).expect("utf8");
+    let cases: Vec<(&str, Vec<u8>, fn(&FileProblem) -> bool)> = vec![
+        ("truncated", good[..good.len() / 2].to_vec(), |p| {
+            matches!(p, FileProblem::Truncated { .. })
+        }),
+        ("corrupt", b"{\"format\":nope}".to_vec(), |p| {
+            matches!(p, FileProblem::Corrupt { .. })
+        }),
+        (
+            "version",
+            good_text
+                .replace("\"version\":1", "\"version\":9")
+                .into_bytes(),
+            |p| {
+                matches!(
+                    p,
+                    FileProblem::UnknownVersion {
+                        found: 9,
+                        supported: 1
+                    }
+                )
+            },
+        ),
+        (
+            "format",
+            good_text
+                .replace("procroute.store", "procroute.other")
+                .into_bytes(),
+            |p| matches!(p, FileProblem::WrongFormat { .. }),
+        ),
+        // A tampered file cannot re-point a lane to another thread.
+        (
+            "tampered",
+            good_text
+                .replace("\"thread_id\":\"42\"", "\"thread_id\":\"43\"")
+                .into_bytes(),
+            |p| matches!(p, FileProblem::Corrupt { detail } if detail.contains("does not match")),
+        ),
+    ];
+    for (name, bytes, ok) in cases {
+        let path = temp(name);
+        std::fs::write(&path, &bytes).expect("write");
+        let backend = FilePersist::new(&path);
+        let err = procroute::persist::load_with(&backend, |b| SessionStore::decode(b, 10))
+            .expect_err(name);
+        match &err {
+            PersistError::Bad { file, problem } => {
+                assert!(file.contains(name), "{name}: {err}");
+                assert!(ok(problem), "{name}: {problem:?}");
+            }
+            other => panic!("{name}: {other}"),
+        }
+        assert_eq!(
+            std::fs::read(&path).expect("still there"),
+            bytes,
+            "{name}: file changed"
+        );
+    }
+}
+
+// ---------------------------------------------------------------- PROC
+
+#[test]
+fn proc_1_and_9_spawn_validates_limits() {
+    let mut r = Registry::new(Limits {
+        max_processes: 1,
+        ..Limits::default()
+    });
+    let a = topic("1", "a");
+    let mut long = req(&a, "p", &[], true);
+    long.command = "x".repeat(5000);
+    assert!(r.spawn(long, 0).is_err());
+    assert!(r.spawn(req(&a, "", &[], true), 0).is_err());
+    assert!(r.spawn(req(&a, "p", &[""], true), 0).is_err());
+    r.spawn(req(&a, "p", &[], true), 0).expect("first");
+    assert!(
+        r.spawn(req(&a, "q", &[], true), 0).is_err(),
+        "over max_processes"
+    );
+}
+
+#[test]
+fn proc_2_events_carry_origin_lane_run_and_sequence() {
+    let mut r = Registry::new(Limits::default());
+    let a = topic("42", "alice");
+    let run1 = r.spawn(req(&a, "p", &["x"], true), 0).expect("spawn");
+    let e1 = r.output(run1, "x\n", 0).expect("running");
+    let e2 = r
+        .finish(run1, Completion::Exited { code: 0 }, 1)
+        .expect("running");
+    let run2 = r
+        .spawn(req(&a, "p", &[], true), 2)
+        .expect("same process id again");
+    assert_ne!(run1, run2, "two runs of one process id differ");
+    let e = [&e1[0], &e2[0]];
+    assert_eq!((e[0].seq, e[1].seq), (0, 1));
+    for ev in e {
+        assert_eq!(ev.origin, a);
+        assert_eq!(ev.lane, Lane::of(&a, &Policy::default()));
+        assert_eq!((ev.run, ev.process_id.as_str()), (run1, "p"));
+    }
+}
+
+#[test]
+fn proc_3_excerpt_is_bounded_and_cut_at_line_boundaries() {
+    let mut r = Registry::new(Limits::default());
+    let run = r
+        .spawn(req(&topic("1", "a"), "p", &["ERR"], false), 0)
+        .expect("spawn");
+    let chunk: String = (0..50)
+        .map(|i| format!("ERR line {i:02} {}\n", "y".repeat(150)))
+        .collect();
+    let ev = r.output(run, &chunk, 0).expect("running");
+    let EventKind::WatchMatch {
+        excerpt, pattern, ..
+    } = &ev[0].kind
+    else {
+        panic!("{ev:?}")
+    };
+    assert_eq!(pattern, "ERR");
+    assert!(excerpt.chars().count() <= 2000);
+    assert!(excerpt.lines().count() <= 20);
+    assert!(
+        excerpt
+            .lines()
+            .all(|l| l.starts_with("ERR line") && l.ends_with('y')),
+        "cut inside a line"
+    );
+    assert_eq!(excerpt.lines().count(), 12, "as many whole lines as fit");
+}
+
+#[test]
+fn proc_4_one_event_per_cooldown_and_suppressed_counts_reported() {
+    let mut r = Registry::new(Limits::default());
+    let run = r
+        .spawn(req(&topic("1", "a"), "p", &["hit"], false), 0)
+        .expect("spawn");
+    assert_eq!(r.output(run, "hit\n", 0).expect("ok").len(), 1);
+    assert!(r.output(run, "hit\nhit\n", 5_000).expect("ok").is_empty());
+    let ev = r.output(run, "hit\n", 15_000).expect("ok");
+    assert!(
+        matches!(ev[0].kind, EventKind::WatchMatch { suppressed: 2, .. }),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn proc_5_three_strike_windows_disable_watching_exactly_once() {
+    let mut r = Registry::new(Limits::default());
+    let run = r
+        .spawn(req(&topic("1", "a"), "p", &["hit"], false), 0)
+        .expect("spawn");
+    let mut kinds = Vec::new();
+    let mut t = 0;
+    for _ in 0..6 {
+        for e in r.output(run, "hit\n", t).expect("ok") {
+            kinds.push(e.kind);
+        }
+        for e in r.output(run, "hit\n", t + 1_000).expect("ok") {
+            kinds.push(e.kind);
+        }
+        t += 15_000;
+    }
+    let disabled = kinds
+        .iter()
+        .filter(|k| matches!(k, EventKind::WatchDisabled { .. }))
+        .count();
+    let matches = kinds
+        .iter()
+        .filter(|k| matches!(k, EventKind::WatchMatch { .. }))
+        .count();
+    assert_eq!((matches, disabled), (3, 1), "{kinds:?}");
+    // Promoted to notify-on-exit.
+    let done = r
+        .finish(run, Completion::Exited { code: 1 }, t)
+        .expect("ok");
+    assert_eq!(done.len(), 1);
+}
+
+#[test]
+fn proc_5_a_clean_window_resets_strikes() {
+    let mut r = Registry::new(Limits::default());
+    let run = r
+        .spawn(req(&topic("1", "a"), "p", &["hit"], false), 0)
+        .expect("spawn");
+    let mut t = 0;
+    for round in 0..10 {
+        r.output(run, "hit\n", t).expect("ok");
+        if round % 2 == 0 {
+            r.output(run, "hit\n", t + 1_000).expect("ok"); // a strike
+        }
+        t += 15_000;
+    }
+    let ev = r.output(run, "hit\n", t).expect("ok");
+    assert!(
+        matches!(ev[0].kind, EventKind::WatchMatch { .. }),
+        "still watching: {ev:?}"
+    );
+}
+
+#[test]
+fn proc_6_global_breaker_trips_and_counts_per_process() {
+    let mut r = Registry::new(Limits::default());
+    let a = topic("1", "a");
+    let runs: Vec<RunId> = (0..20)
+        .map(|i| {
+            r.spawn(req(&a, &format!("p{i}"), &["hit"], false), 0)
+                .expect("spawn")
+        })
+        .collect();
+    let emitted: usize = runs
+        .iter()
+        .map(|run| r.output(*run, "hit\n", 100).expect("ok").len())
+        .sum();
+    assert_eq!(emitted, 15, "15 per 10 s window");
+    // Still tripped at 20 s, released after 30 s; the dropped match is
+    // reported on its own process's next event.
+    assert!(r.output(runs[19], "hit\n", 20_000).expect("ok").is_empty());
+    let ev = r.output(runs[16], "hit\n", 31_000).expect("ok");
+    assert!(
+        matches!(ev[0].kind, EventKind::WatchMatch { suppressed: 1, .. }),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn proc_7_completion_only_when_promised() {
+    let mut r = Registry::new(Limits::default());
+    let a = topic("1", "a");
+    let quiet = r.spawn(req(&a, "q", &["x"], false), 0).expect("spawn");
+    assert!(r
+        .finish(quiet, Completion::Exited { code: 0 }, 1)
+        .expect("ok")
+        .is_empty());
+    let loud = r.spawn(req(&a, "l", &[], true), 0).expect("spawn");
+    r.output(loud, "tail text\n", 0).expect("ok");
+    let ev = r
+        .finish(loud, Completion::Signaled { signal: 9 }, 1)
+        .expect("ok");
+    assert!(
+        matches!(&ev[0].kind, EventKind::Completion { completion: Completion::Signaled { signal: 9 }, tail, .. } if tail == "tail text\n")
+    );
+    assert!(
+        r.finish(loud, Completion::Killed, 2).is_err(),
+        "finished twice"
+    );
+}
+
+#[test]
+fn proc_8_checkpoint_at_spawn_restores_routing_and_reports_lost() {
+    let mut g = Gateway::new(Config::default());
+    let a = topic("42", "alice");
+    let b = topic("43", "bob");
+    let out_a = g.handle(
+        0,
+        Input::Spawn {
+            origin: a.clone(),
+            process_id: "pa".into(),
+            command: "a".into(),
+            watch_patterns: vec![],
+            notify_on_exit: true,
+        },
+    );
+    // The checkpoint is persisted before the run id is handed out.
+    let pos_ckpt = out_a
+        .iter()
+        .position(|o| {
+            matches!(
+                o,
+                Output::Persist {
+                    file: FileKind::Checkpoint,
+                    ..
+                }
+            )
+        })
+        .expect("checkpoint");
+    let pos_spawned = out_a
+        .iter()
+        .position(|o| matches!(o, Output::Spawned { .. }))
+        .expect("spawned");
+    assert!(pos_ckpt < pos_spawned);
+    let ra = run_of(&out_a);
+    let rb = run_of(&g.handle(
+        1,
+        Input::Spawn {
+            origin: b.clone(),
+            process_id: "pb".into(),
+            command: "b".into(),
+            watch_patterns: vec![],
+            notify_on_exit: true,
+        },
+    ));
+    // Crash: only persisted bytes survive. pa survived, pb vanished.
+    let (g2, out) = Gateway::recover(
+        Config::default(),
+        Some(&g.store().encode()),
+        Some(&g.registry().encode()),
+        Some(&g.delivery().encode()),
+        10,
+        |run, _| run == ra,
+    )
+    .expect("recovers");
+    let s = sends(&out);
+    assert_eq!(s.len(), 1, "{out:?}");
+    assert_eq!(s[0].destination, Destination::of(&b));
+    assert!(s[0].text.contains("pb was lost"));
+    assert!(g2.registry().is_running(ra) && !g2.registry().is_running(rb));
+}
+
+// ---------------------------------------------------------------- ROUTE
+
+#[test]
+fn route_1_2_stored_origin_first_then_captured() {
+    let mut store = SessionStore::new(10);
+    let a = topic("42", "alice");
+    let mut r = Registry::new(Limits::default());
+    let run = r.spawn(req(&a, "p", &[], true), 0).expect("spawn");
+    let ev = r
+        .finish(run, Completion::Exited { code: 0 }, 1)
+        .expect("ok")
+        .remove(0);
+    let routed = router::resolve(&store, &ev).expect("captured");
+    assert_eq!(
+        (routed.source, &routed.destination),
+        (RouteSource::Captured, &Destination::of(&a))
+    );
+    store.observe(&a, &Policy::default(), 0).expect("room");
+    let routed = router::resolve(&store, &ev).expect("stored");
+    assert_eq!(
+        (routed.source, routed.destination),
+        (RouteSource::Store, Destination::of(&a))
+    );
+}
+
+#[test]
+fn route_3_key_only_routing_is_certain_or_refused() {
+    let store = SessionStore::new(10);
+    let lane = Lane::of(&topic("42", "alice"), &Policy::default());
+    let routed = router::resolve_parts(&store, &lane, None).expect("canonical lanes are exact");
+    assert_eq!(
+        routed.destination.thread_id.as_ref().map(|t| t.as_str()),
+        Some("42")
+    );
+    assert_eq!(routed.source, RouteSource::Key);
+    // A hermes group key with a 6th part: thread or user? Refused.
+    assert!(router::from_hermes_key("agent:main:telegram:group:-100:42").is_err());
+    assert!(router::from_hermes_key("agent:main:telegram:group:-100").is_ok());
+}
+
+#[test]
+fn route_4_5_conflicting_origins_are_dropped_with_a_reason_and_dead_lettered() {
+    let mut g = Gateway::new(Config::default());
+    let a = topic("42", "alice");
+    let out = g.handle(
+        0,
+        Input::Spawn {
+            origin: a.clone(),
+            process_id: "p".into(),
+            command: "c".into(),
+            watch_patterns: vec![],
+            notify_on_exit: true,
+        },
+    );
+    let run = run_of(&out);
+    // Tamper: re-point the stored lane through a forged file image.
+    let forged = String::from_utf8(g.store().encode())
+        .expect("utf8")
+        .replace("\"42\"", "\"43\"");
+    assert!(
+        SessionStore::decode(forged.as_bytes(), 10).is_err(),
+        "STORE-5 catches the forgery"
+    );
+    // A conflict can still be built directly: the router refuses to guess.
+    let mut store = SessionStore::new(10);
+    let b = topic("43", "bob");
+    store.observe(&b, &Policy::default(), 0).expect("room");
+    let lane_a = Lane::of(&a, &Policy::default());
+    let _ = lane_a;
+    let mut reg = Registry::new(Limits::default());
+    let mut r2 = req(&a, "p", &[], true);
+    r2.lane = Lane::of(&b, &Policy::default());
+    let run2 = reg.spawn(r2, 0).expect("spawn");
+    let ev = reg
+        .finish(run2, Completion::Killed, 1)
+        .expect("ok")
+        .remove(0);
+    assert!(matches!(
+        router::resolve(&store, &ev),
+        Err(DropReason::OriginConflict { .. })
+    ));
+    let _ = run;
+}
+
+// ---------------------------------------------------------------- DELIVER
+
+fn note(run: u64, seq: u32, dest: &Origin) -> Notification {
+    Notification {
+        id: NotificationId::Process {
+            run: RunId(run),
+            seq,
+        },
+        destination: Destination::of(dest),
+        text: format!("n{run}.{seq}"),
+    }
+}
+
+#[test]
+fn deliver_1_idle_ticks_send_without_any_turn_ending() {
+    let mut g = Gateway::new(Config::default());
+    let a = topic("42", "alice");
+    let run = run_of(&g.handle(
+        0,
+        Input::Spawn {
+            origin: a.clone(),
+            process_id: "p".into(),
+            command: "c".into(),
+            watch_patterns: vec![],
+            notify_on_exit: true,
+        },
+    ));
+    let out = g.handle(
+        5,
+        Input::Finished {
+            run,
+            completion: Completion::Exited { code: 0 },
+        },
+    );
+    assert_eq!(
+        sends(&out).len(),
+        1,
+        "sent in the same step, no turn end needed"
+    );
+}
+
+#[test]
+fn deliver_2_busy_thread_queues_fifo_behind_its_turn() {
+    let mut d = DeliveryEngine::new(DeliveryLimits::default());
+    let a = topic("42", "alice");
+    let b = topic("43", "bob");
+    d.turn_started(&Destination::of(&a));
+    d.enqueue(note(1, 0, &a), 0).expect("room");
+    d.enqueue(note(2, 0, &b), 0).expect("room");
+    let first = d.poll(0);
+    assert_eq!(first.len(), 1);
+    assert_eq!(
+        first[0].destination,
+        Destination::of(&b),
+        "never merged into another thread"
+    );
+    d.ack(first[0].id, Ok(()), 0);
+    d.turn_ended(&Destination::of(&a));
+    let next = d.poll(1);
+    assert_eq!(next[0].text, "n1.0");
+}
+
+#[test]
+fn deliver_3_exactly_once_per_id() {
+    let mut d = DeliveryEngine::new(DeliveryLimits::default());
+    let a = topic("42", "alice");
+    assert_eq!(d.enqueue(note(1, 0, &a), 0), Ok(Enqueued::Queued));
+    assert_eq!(d.enqueue(note(1, 0, &a), 0), Ok(Enqueued::Duplicate));
+    let n = d.poll(0);
+    d.ack(n[0].id, Ok(()), 0);
+    assert_eq!(d.enqueue(note(1, 0, &a), 1), Ok(Enqueued::Duplicate));
+    assert!(d.poll(2).is_empty());
+    // Across a restart too.
+    let mut d2 = DeliveryEngine::decode(&d.encode(), DeliveryLimits::default()).expect("decodes");
+    assert_eq!(d2.enqueue(note(1, 0, &a), 3), Ok(Enqueued::Duplicate));
+}
+
+#[test]
+fn deliver_4_failures_back_off_then_dead_letter_with_reason() {
+    let mut d = DeliveryEngine::new(DeliveryLimits::default());
+    let a = topic("42", "alice");
+    d.enqueue(note(1, 0, &a), 0).expect("room");
+    let mut t = 0;
+    let mut gaps = Vec::new();
+    for _ in 0..6 {
+        let n = loop {
+            let n = d.poll(t);
+            if !n.is_empty() {
+                break n;
+            }
+            t += 100;
+        };
+        gaps.push(t);
+        d.ack(n[0].id, Err("503".into()), t);
+    }
+    assert_eq!(d.queued(), 0);
+    let dead: Vec<_> = d.dead_letters().collect();
+    assert_eq!(dead.len(), 1);
+    assert!(dead[0].reason.contains("6 times") && dead[0].reason.contains("503"));
+    let diffs: Vec<u64> = gaps.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(
+        diffs,
+        vec![1000, 2000, 4000, 8000, 16000],
+        "exponential backoff"
+    );
+}
+
+#[test]
+fn deliver_5_one_process_in_order_even_across_failures() {
+    let mut d = DeliveryEngine::new(DeliveryLimits::default());
+    let a = topic("42", "alice");
+    for seq in 0..3 {
+        d.enqueue(note(1, seq, &a), 0).expect("room");
+    }
+    let n = d.poll(0);
+    assert_eq!(n.len(), 1, "one in flight per thread");
+    d.ack(n[0].id, Err("down".into()), 0);
+    let mut seen = Vec::new();
+    let mut t = 0;
+    while seen.len() < 3 {
+        t += 500;
+        for n in d.poll(t) {
+            seen.push(n.text.clone());
+            d.ack(n.id, Ok(()), t);
+        }
+    }
+    assert_eq!(seen, vec!["n1.0", "n1.1", "n1.2"]);
+}
+
+#[test]
+fn deliver_6_queue_survives_restart_and_in_flight_is_resent_with_same_id() {
+    let mut d = DeliveryEngine::new(DeliveryLimits::default());
+    let a = topic("42", "alice");
+    d.enqueue(note(1, 0, &a), 0).expect("room");
+    let sent = d.poll(0);
+    let mut d2 = DeliveryEngine::decode(&d.encode(), DeliveryLimits::default()).expect("decodes");
+    let again = d2.poll(1);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].id, sent[0].id);
+}
+
+#[test]
+fn deliver_7_back_pressure_is_never_silent() {
+    let mut g = Gateway::new(Config {
+        delivery: DeliveryLimits {
+            queue_max: 1,
+            ..DeliveryLimits::default()
+        },
+        ..Config::default()
+    });
+    let a = topic("42", "alice");
+    g.handle(0, Input::TurnStarted { origin: a.clone() });
+    for i in 0..2 {
+        let run = run_of(&g.handle(
+            0,
+            Input::Spawn {
+                origin: a.clone(),
+                process_id: format!("p{i}"),
+                command: "c".into(),
+                watch_patterns: vec![],
+                notify_on_exit: true,
+            },
+        ));
+        g.handle(
+            1,
+            Input::Finished {
+                run,
+                completion: Completion::Exited { code: 0 },
+            },
+        );
+    }
+    assert_eq!(g.delivery().queued(), 1);
+    assert_eq!(
+        g.delivery().dead_total(),
+        1,
+        "the second one is dead-lettered with a reason"
+    );
+}
+
+#[test]
+fn deliver_8_shutdown_one_notice_per_thread_counted_after_success() {
+    let mut g = Gateway::new(Config::default());
+    let p = Policy::default();
+    let _ = p;
+    for user in ["alice", "bob"] {
+        g.handle(
+            0,
+            Input::Message {
+                origin: topic("42", user),
+            },
+        );
+    }
+    g.handle(
+        0,
+        Input::Message {
+            origin: topic("43", "carol"),
+        },
+    );
+    let out = g.handle(1, Input::Shutdown);
+    let s: Vec<Notification> = sends(&out).into_iter().cloned().collect();
+    assert_eq!(s.len(), 2, "two threads, one notice each: {s:?}");
+    assert_eq!(g.stats().shutdown_notices_sent, 0);
+    g.handle(
+        2,
+        Input::Sent {
+            id: s[0].id,
+            error: Some("down".into()),
+        },
+    );
+    assert_eq!(g.stats().shutdown_notices_sent, 0);
+    g.handle(
+        3,
+        Input::Sent {
+            id: s[1].id,
+            error: None,
+        },
+    );
+    assert_eq!(g.stats().shutdown_notices_sent, 1);
+}
