@@ -179,8 +179,21 @@ fn store_5_bad_files_are_typed_errors_naming_the_file_and_left_intact() {
     }
 }
 
+/// STORE-6: a huge file is refused before it is read (sparse file, cheap).
+#[test]
+fn store_6_oversized_files_are_refused_unread() {
+    let path = temp("huge");
+    let f = std::fs::File::create(&path).expect("create");
+    f.set_len(procroute::persist::MAX_FILE_BYTES + 1)
+        .expect("sparse");
+    let err = FilePersist::new(&path).load().expect_err("too large");
+    assert!(err.to_string().contains("limit"), "{err}");
+    let _ = std::fs::remove_file(&path);
+}
+
 // ---------------------------------------------------------------- PROC
 
+/// PROC-1, PROC-9.
 #[test]
 fn proc_1_and_9_spawn_validates_limits() {
     let mut r = Registry::new(Limits {
@@ -430,6 +443,7 @@ fn proc_8_checkpoint_at_spawn_restores_routing_and_reports_lost() {
 
 // ---------------------------------------------------------------- ROUTE
 
+/// ROUTE-1 (the signature takes no foreground), ROUTE-2.
 #[test]
 fn route_1_2_stored_origin_first_then_captured() {
     let mut store = SessionStore::new(10);
@@ -468,6 +482,7 @@ fn route_3_key_only_routing_is_certain_or_refused() {
     assert!(router::from_hermes_key("agent:main:telegram:group:-100").is_ok());
 }
 
+/// ROUTE-4, ROUTE-5.
 #[test]
 fn route_4_5_conflicting_origins_are_dropped_with_a_reason_and_dead_lettered() {
     let mut g = Gateway::new(Config::default());

@@ -136,6 +136,7 @@ fn real_processes_notify_their_own_threads() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// DRIVER-1: kill reaches the whole process group.
 #[test]
 fn a_killed_process_reports_to_its_own_thread() {
     let files = Files {
