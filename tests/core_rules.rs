@@ -120,7 +120,8 @@ fn store_5_bad_files_are_typed_errors_naming_the_file_and_left_intact() {
         .expect("room");
     let good = s.encode();
     let good_text = String::from_utf8(good.clone()).expect("utf8");
-    let cases: Vec<(&str, Vec<u8>, fn(&FileProblem) -> bool)> = vec![
+    type Case = (&'static str, Vec<u8>, fn(&FileProblem) -> bool);
+    let cases: Vec<Case> = vec![
         ("truncated", good[..good.len() / 2].to_vec(), |p| {
             matches!(p, FileProblem::Truncated { .. })
         }),
