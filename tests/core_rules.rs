@@ -747,3 +747,56 @@ fn deliver_8_shutdown_one_notice_per_thread_counted_after_success() {
     );
     assert_eq!(g.stats().shutdown_notices_sent, 1);
 }
+
+/// STORE-5 for all three files: recovery refuses a bad checkpoint or
+/// delivery log with the file kind and the problem, instead of starting
+/// with routing or promises missing.
+#[test]
+fn store_5_recover_names_which_file_is_bad() {
+    let mut g = Gateway::new(Config::default());
+    let a = topic("42", "alice");
+    g.handle(
+        0,
+        Input::Spawn {
+            origin: a,
+            process_id: "p".into(),
+            command: "c".into(),
+            watch_patterns: vec![],
+            notify_on_exit: true,
+        },
+    );
+    let (s, c, d) = (
+        g.store().encode(),
+        g.registry().encode(),
+        g.delivery().encode(),
+    );
+    let cut = |b: &[u8]| b[..b.len() - 5].to_vec();
+    let cases = [
+        (FileKind::Store, cut(&s), c.clone(), d.clone()),
+        (FileKind::Checkpoint, s.clone(), cut(&c), d.clone()),
+        (FileKind::Delivery, s.clone(), c.clone(), cut(&d)),
+        (FileKind::Checkpoint, s.clone(), d.clone(), d.clone()),
+    ];
+    for (kind, s2, c2, d2) in cases {
+        let err = Gateway::recover(
+            Config::default(),
+            Some(&s2),
+            Some(&c2),
+            Some(&d2),
+            1,
+            |_, _| true,
+        )
+        .err()
+        .expect("refused");
+        assert_eq!(err.0, kind, "{err:?}");
+    }
+    assert!(Gateway::recover(
+        Config::default(),
+        Some(&s),
+        Some(&c),
+        Some(&d),
+        1,
+        |_, _| true
+    )
+    .is_ok());
+}
