@@ -321,6 +321,10 @@ impl Gateway {
         if events.is_empty() {
             return;
         }
+        // Sequence numbers moved on: checkpoint them before the events can
+        // be delivered, or a restart would reuse a delivered (run, seq) and
+        // the next notification would be discarded as a duplicate (PROC-2).
+        out.push(self.persist(FileKind::Checkpoint));
         for e in events {
             let n_id = NotificationId::Process {
                 run: e.run,

@@ -20,6 +20,7 @@ pub mod fuzzing;
 pub mod gateway;
 pub mod gen;
 pub mod key;
+pub mod model;
 pub mod origin;
 pub mod persist;
 pub mod registry;
