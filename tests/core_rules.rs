@@ -800,3 +800,64 @@ fn store_5_recover_names_which_file_is_bad() {
     )
     .is_ok());
 }
+
+/// PROC-2 / PROC-8 regression, found by the interleaving model: a watch
+/// event advanced the run's sequence number but the checkpoint still held
+/// the old one, so after a restart the `lost` completion reused the
+/// delivered (run, seq) and was discarded as a duplicate.
+#[test]
+fn proc_2_sequence_numbers_survive_a_restart() {
+    let mut g = Gateway::new(Config::default());
+    let a = topic("42", "alice");
+    let mut files: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
+    let mut keep = |out: &[Output], files: &mut std::collections::BTreeMap<String, Vec<u8>>| {
+        for o in out {
+            if let Output::Persist { file, bytes } = o {
+                files.insert(format!("{file:?}"), bytes.clone());
+            }
+        }
+    };
+    let out = g.handle(
+        0,
+        Input::Spawn {
+            origin: a.clone(),
+            process_id: "p".into(),
+            command: "c".into(),
+            watch_patterns: vec!["MATCH".into()],
+            notify_on_exit: true,
+        },
+    );
+    keep(&out, &mut files);
+    let run = run_of(&out);
+    let out = g.handle(
+        1,
+        Input::Output {
+            run,
+            chunk: "MATCH\n".into(),
+        },
+    );
+    keep(&out, &mut files);
+    let watch = sends(&out)[0].id;
+    let out = g.handle(
+        2,
+        Input::Sent {
+            id: watch,
+            error: None,
+        },
+    );
+    keep(&out, &mut files);
+    let f = |k: &str| files.get(k).cloned();
+    let (_, out) = Gateway::recover(
+        Config::default(),
+        f("Store").as_deref(),
+        f("Checkpoint").as_deref(),
+        f("Delivery").as_deref(),
+        3,
+        |_, _| false,
+    )
+    .expect("recovers");
+    let s = sends(&out);
+    assert_eq!(s.len(), 1, "the lost completion is sent: {out:?}");
+    assert_ne!(s[0].id, watch);
+    assert!(s[0].text.contains("p was lost"));
+}
