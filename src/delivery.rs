@@ -272,6 +272,17 @@ impl DeliveryEngine {
         self.queued_ids.len()
     }
 
+    /// Notifications that are due for an idle thread and not in flight:
+    /// zero after every handled input (DELIVER-1).
+    pub fn due_for_idle(&self, now_ms: u64) -> usize {
+        self.queues
+            .iter()
+            .filter(|(d, _)| !self.busy.contains(*d))
+            .filter_map(|(_, q)| q.front())
+            .filter(|h| !h.in_flight && h.not_before_ms <= now_ms)
+            .count()
+    }
+
     /// The earliest time something may become sendable, for the driver's
     /// sleep.
     pub fn next_due(&self) -> Option<u64> {

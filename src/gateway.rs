@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::delivery::{DeliveryEngine, DeliveryLimits, Notification, NotificationId};
+use crate::fault::{self, Fault};
 use crate::key::Policy;
 use crate::origin::Origin;
 use crate::persist::FileProblem;
@@ -24,6 +25,10 @@ pub struct Config {
     pub policy: Policy,
     pub limits: Limits,
     pub delivery: DeliveryLimits,
+    /// Test-only fault switch (feature `faults`).
+    #[cfg(feature = "faults")]
+    #[serde(skip)]
+    pub fault: Option<crate::fault::Fault>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,6 +129,10 @@ pub struct Gateway {
     stats: Stats,
     shutdown_epoch: u64,
     shutdown_ids: BTreeSet<NotificationId>,
+    /// Only read under `Fault::ForegroundRouting`.
+    foreground: Option<Destination>,
+    /// Only used under `Fault::CompletionDedupByProcessId`.
+    completed_pids: BTreeSet<String>,
 }
 
 impl Gateway {
@@ -136,6 +145,8 @@ impl Gateway {
             stats: Stats::default(),
             shutdown_epoch: 0,
             shutdown_ids: BTreeSet::new(),
+            foreground: None,
+            completed_pids: BTreeSet::new(),
         }
     }
 
@@ -222,9 +233,14 @@ impl Gateway {
             Input::TurnStarted { origin } => {
                 self.observe(&origin, now_ms, &mut out);
                 self.delivery.turn_started(&Destination::of(&origin));
+                self.foreground = Some(Destination::of(&origin));
             }
             Input::TurnEnded { origin } => {
                 self.delivery.turn_ended(&Destination::of(&origin));
+                if fault::active(&self.config, Fault::DeliveryOnlyAtTurnEnd) {
+                    self.flush_now(now_ms, &mut out);
+                    return out;
+                }
             }
             Input::Reset { origin } => {
                 if let Some(lane) = self.observe(&origin, now_ms, &mut out) {
@@ -240,9 +256,16 @@ impl Gateway {
                 watch_patterns,
                 notify_on_exit,
             } => {
-                let Some(lane) = self.observe(&origin, now_ms, &mut out) else {
-                    return out;
+                let lane = if fault::active(&self.config, Fault::GroupThreadFromKeyOnMiss) {
+                    Lane::of(&origin, &self.config.policy)
+                } else {
+                    let Some(lane) = self.observe(&origin, now_ms, &mut out) else {
+                        return out;
+                    };
+                    lane
                 };
+                let early_checkpoint = fault::active(&self.config, Fault::CheckpointBeforeRouting)
+                    .then(|| self.persist(FileKind::Checkpoint));
                 let req = SpawnRequest {
                     process_id,
                     origin,
@@ -255,7 +278,9 @@ impl Gateway {
                     Ok(run) => {
                         // Checkpoint with routing before anyone learns the
                         // run id (PROC-8).
-                        out.push(self.persist(FileKind::Checkpoint));
+                        out.push(
+                            early_checkpoint.unwrap_or_else(|| self.persist(FileKind::Checkpoint)),
+                        );
                         out.push(Output::Spawned { run, lane });
                     }
                     Err(e) => out.push(Output::Rejected {
@@ -283,6 +308,11 @@ impl Gateway {
             Input::Tick => {}
             Input::Sent { id, error } => {
                 let ok = error.is_none();
+                let error = if fault::active(&self.config, Fault::AdapterFailureDrops) {
+                    None // pretend it worked: the notification is gone
+                } else {
+                    error
+                };
                 self.delivery.ack(id, error.map_or(Ok(()), Err), now_ms);
                 if ok && self.shutdown_ids.remove(&id) && self.delivery.was_delivered(&id) {
                     self.stats.shutdown_notices_sent += 1;
@@ -330,7 +360,31 @@ impl Gateway {
                 run: e.run,
                 seq: e.seq,
             };
-            match router::resolve(&self.store, &e) {
+            if fault::active(&self.config, Fault::CompletionDedupByProcessId)
+                && matches!(e.kind, crate::registry::EventKind::Completion { .. })
+                && !self.completed_pids.insert(e.process_id.clone())
+            {
+                continue;
+            }
+            let resolved = if fault::active(&self.config, Fault::ForegroundRouting) {
+                Ok(router::Routed {
+                    destination: self
+                        .foreground
+                        .clone()
+                        .unwrap_or_else(|| Destination::of(&e.origin)),
+                    source: router::RouteSource::Captured,
+                })
+            } else if fault::active(&self.config, Fault::GroupThreadFromKeyOnMiss)
+                && self.store.get(&e.lane).is_none()
+            {
+                Ok(router::Routed {
+                    destination: hermes_positional(&e.origin, &self.config.policy),
+                    source: router::RouteSource::Key,
+                })
+            } else {
+                router::resolve(&self.store, &e)
+            };
+            match resolved {
                 Ok(routed) => {
                     match routed.source {
                         router::RouteSource::Store => self.stats.routed_from_store += 1,
@@ -368,8 +422,34 @@ impl Gateway {
     /// Sends whatever is due — on every input, idle ticks included
     /// (DELIVER-1).
     fn flush(&mut self, now_ms: u64, out: &mut Vec<Output>) {
+        if fault::active(&self.config, Fault::DeliveryOnlyAtTurnEnd) {
+            return;
+        }
+        self.flush_now(now_ms, out);
+    }
+
+    fn flush_now(&mut self, now_ms: u64, out: &mut Vec<Output>) {
         for n in self.delivery.poll(now_ms) {
             out.push(Output::Send(n));
         }
     }
+}
+
+/// `Fault::GroupThreadFromKeyOnMiss`: what hermes-agent's positional
+/// parser makes of the origin's hermes key (part 5 as the thread for every
+/// chat type).
+fn hermes_positional(origin: &Origin, policy: &Policy) -> Destination {
+    let mut d = Destination::of(origin);
+    if let Ok(key) = crate::key::hermes::build(origin, policy) {
+        let parts: Vec<&str> = key.split(':').collect();
+        d.chat_id = crate::origin::Id::new(
+            crate::origin::Field::ChatId,
+            parts.get(4).copied().unwrap_or("?"),
+        )
+        .unwrap_or_else(|_| d.chat_id.clone());
+        d.thread_id = parts
+            .get(5)
+            .and_then(|t| crate::origin::Id::new(crate::origin::Field::ThreadId, *t).ok());
+    }
+    d
 }

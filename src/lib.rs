@@ -16,6 +16,7 @@
 pub mod conform;
 pub mod delivery;
 pub mod driver;
+pub mod fault;
 pub mod fuzzing;
 pub mod gateway;
 pub mod gen;

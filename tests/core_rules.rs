@@ -786,8 +786,7 @@ fn store_5_recover_names_which_file_is_bad() {
             1,
             |_, _| true,
         )
-        .err()
-        .expect("refused");
+        .expect_err("refused");
         assert_eq!(err.0, kind, "{err:?}");
     }
     assert!(Gateway::recover(
@@ -810,7 +809,7 @@ fn proc_2_sequence_numbers_survive_a_restart() {
     let mut g = Gateway::new(Config::default());
     let a = topic("42", "alice");
     let mut files: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
-    let mut keep = |out: &[Output], files: &mut std::collections::BTreeMap<String, Vec<u8>>| {
+    let keep = |out: &[Output], files: &mut std::collections::BTreeMap<String, Vec<u8>>| {
         for o in out {
             if let Output::Persist { file, bytes } = o {
                 files.insert(format!("{file:?}"), bytes.clone());

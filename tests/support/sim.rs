@@ -1,0 +1,512 @@
+#![allow(dead_code)]
+//! The interleaving simulator shared by `interleavings.rs` and `faults.rs`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+
+use procroute::delivery::NotificationId;
+use procroute::gateway::{Config, FileKind, Gateway, Input, Output};
+use procroute::model::{Model, Thread};
+use procroute::registry::{Completion, RunId};
+use procroute::router::Destination;
+use procroute::{ChatType, Origin};
+
+/// Threads on four platforms, nasty ids included; two users share topic 42.
+fn origins() -> Vec<Origin> {
+    let mk = |p: &str, t: ChatType, chat: &str, thread: Option<&str>, user: &str| {
+        let mut o = Origin::new(p, t, chat).expect("valid");
+        if let Some(th) = thread {
+            o = o.with_thread(th).expect("valid");
+        }
+        o.with_user(user).expect("valid")
+    };
+    vec![
+        mk(
+            "telegram",
+            ChatType::Group,
+            "-1001234567890",
+            Some("42"),
+            "alice",
+        ),
+        mk(
+            "telegram",
+            ChatType::Group,
+            "-1001234567890",
+            Some("42"),
+            "bob",
+        ),
+        mk(
+            "telegram",
+            ChatType::Group,
+            "-1001234567890",
+            Some("43"),
+            "alice",
+        ),
+        mk("telegram", ChatType::Group, "-1001234567890", None, "42"),
+        mk(
+            "matrix",
+            ChatType::Group,
+            "!abc:matrix.org",
+            Some("$ev:matrix.org"),
+            "@alice:matrix.org",
+        ),
+        mk(
+            "slack",
+            ChatType::Group,
+            "C0123ABC",
+            Some("1700000000.123456"),
+            "U77",
+        ),
+        mk("discord", ChatType::Thread, "222", Some("222"), "333"),
+        mk(
+            "signal",
+            ChatType::Dm,
+            "group:QUJD+/x=",
+            None,
+            "+15551234567",
+        ),
+    ]
+}
+
+fn model_thread(o: &Origin) -> Thread {
+    Thread {
+        platform: o.platform().as_str().to_owned(),
+        chat_type: o.chat_type().as_str().to_owned(),
+        chat: o.chat_id().as_str().to_owned(),
+        thread: o.thread_id().map(|t| t.as_str().to_owned()),
+    }
+}
+
+fn same_place(d: &Destination, t: &Thread) -> bool {
+    d.platform.as_str() == t.platform
+        && d.chat_type.as_str() == t.chat_type
+        && d.chat_id.as_str() == t.chat
+        && d.thread_id.as_ref().map(|x| x.as_str()) == t.thread.as_deref()
+}
+
+#[derive(Debug, Clone)]
+pub enum Op {
+    Message(usize),
+    TurnStart(usize),
+    TurnEnd(usize),
+    Reset(usize),
+    Spawn {
+        thread: usize,
+        notify: bool,
+        watch: bool,
+    },
+    Output {
+        proc: usize,
+        hit: bool,
+    },
+    Exit {
+        proc: usize,
+        code: i32,
+    },
+    Kill {
+        proc: usize,
+    },
+    Advance(u64),
+    AdapterDown,
+    AdapterUp,
+    Restart {
+        survive: bool,
+    },
+    Shutdown,
+}
+
+impl Op {
+    pub fn is_foreground(&self) -> bool {
+        matches!(self, Op::Message(_) | Op::TurnStart(_) | Op::TurnEnd(_))
+    }
+}
+
+pub fn op() -> impl Strategy<Value = Op> {
+    let t = 0..8usize;
+    prop_oneof![
+        2 => t.clone().prop_map(Op::Message),
+        2 => t.clone().prop_map(Op::TurnStart),
+        2 => t.clone().prop_map(Op::TurnEnd),
+        1 => t.clone().prop_map(Op::Reset),
+        3 => (t, any::<bool>(), any::<bool>()).prop_map(|(thread, notify, watch)| Op::Spawn { thread, notify, watch }),
+        4 => (0..8usize, any::<bool>()).prop_map(|(proc, hit)| Op::Output { proc, hit }),
+        2 => (0..8usize, -1..3i32).prop_map(|(proc, code)| Op::Exit { proc, code }),
+        1 => (0..8usize).prop_map(|proc| Op::Kill { proc }),
+        2 => prop_oneof![Just(1_000u64), Just(16_000), Just(120_000)].prop_map(Op::Advance),
+        1 => Just(Op::AdapterDown),
+        1 => Just(Op::AdapterUp),
+        1 => any::<bool>().prop_map(|survive| Op::Restart { survive }),
+        1 => Just(Op::Shutdown),
+    ]
+}
+
+/// One delivered (or dead-lettered) notification.
+pub type Seen = BTreeMap<NotificationId, (Destination, String)>;
+
+pub struct Sim {
+    threads: Vec<Origin>,
+    config: Config,
+    g: Gateway,
+    files: BTreeMap<&'static str, Vec<u8>>,
+    now: u64,
+    adapter_up: bool,
+    model: Model,
+    spawned: Vec<(u64, String)>,
+    delivered: Vec<(NotificationId, Destination, String)>,
+    tokens: u64,
+}
+
+impl Sim {
+    fn new(config: Config) -> Sim {
+        Sim {
+            threads: origins(),
+            config: config.clone(),
+            g: Gateway::new(config),
+            files: BTreeMap::new(),
+            now: 0,
+            adapter_up: true,
+            model: Model::new(),
+            spawned: Vec::new(),
+            delivered: Vec::new(),
+            tokens: 0,
+        }
+    }
+
+    fn feed(&mut self, input: Input) -> Vec<Output> {
+        let mut work = self.g.handle(self.now, input);
+        let mut all = Vec::new();
+        while !work.is_empty() {
+            let mut next = Vec::new();
+            for o in work {
+                match &o {
+                    Output::Persist { file, bytes } => {
+                        let k = match file {
+                            FileKind::Store => "store",
+                            FileKind::Checkpoint => "checkpoint",
+                            FileKind::Delivery => "delivery",
+                        };
+                        self.files.insert(k, bytes.clone());
+                    }
+                    Output::Send(n) => {
+                        let error = if self.adapter_up {
+                            self.delivered
+                                .push((n.id, n.destination.clone(), n.text.clone()));
+                            None
+                        } else {
+                            Some("adapter down".to_owned())
+                        };
+                        next.extend(self.g.handle(self.now, Input::Sent { id: n.id, error }));
+                    }
+                    _ => {}
+                }
+                all.push(o);
+            }
+            work = next;
+        }
+        all
+    }
+
+    fn running(&self, proc: usize) -> Option<(u64, String)> {
+        let live: Vec<&(u64, String)> = self
+            .spawned
+            .iter()
+            .filter(|(r, _)| self.g.registry().is_running(RunId(*r)))
+            .collect();
+        (!live.is_empty()).then(|| live[proc % live.len()].clone())
+    }
+
+    fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        let origin = |i: usize| self.threads[i % self.threads.len()].clone();
+        match op {
+            Op::Message(i) => drop(self.feed(Input::Message { origin: origin(*i) })),
+            Op::TurnStart(i) => drop(self.feed(Input::TurnStarted { origin: origin(*i) })),
+            Op::TurnEnd(i) => drop(self.feed(Input::TurnEnded { origin: origin(*i) })),
+            Op::Reset(i) => drop(self.feed(Input::Reset { origin: origin(*i) })),
+            Op::Spawn {
+                thread,
+                notify,
+                watch,
+            } => {
+                let o = origin(*thread);
+                // Process ids repeat: two runs of one id must stay apart.
+                let pid = format!("proc_{}", self.spawned.len() % 3);
+                let out = self.feed(Input::Spawn {
+                    origin: o.clone(),
+                    process_id: pid.clone(),
+                    command: format!("job {pid}"),
+                    watch_patterns: if *watch { vec!["MATCH".into()] } else { vec![] },
+                    notify_on_exit: *notify,
+                });
+                let run = out.iter().find_map(|x| match x {
+                    Output::Spawned { run, .. } => Some(run.0),
+                    _ => None,
+                });
+                let expected = self.model.spawn(model_thread(&o), &pid, *notify, *watch);
+                prop_assert_eq!(run, Some(expected), "run ids");
+                self.spawned.push((expected, pid));
+            }
+            Op::Output { proc, hit } => {
+                if let Some((run, _)) = self.running(*proc) {
+                    self.tokens += 1;
+                    let token = format!("tok{}r{}", self.tokens, run);
+                    self.model.output(run, &token);
+                    let chunk = if *hit {
+                        format!("{token} MATCH\n")
+                    } else {
+                        format!("{token}\n")
+                    };
+                    self.feed(Input::Output {
+                        run: RunId(run),
+                        chunk,
+                    });
+                }
+            }
+            Op::Exit { proc, code } => {
+                if let Some((run, _)) = self.running(*proc) {
+                    self.model.finish(run);
+                    let completion = if *code < 0 {
+                        Completion::Signaled { signal: 15 }
+                    } else {
+                        Completion::Exited { code: *code }
+                    };
+                    self.feed(Input::Finished {
+                        run: RunId(run),
+                        completion,
+                    });
+                }
+            }
+            Op::Kill { proc } => {
+                if let Some((run, _)) = self.running(*proc) {
+                    self.model.finish(run);
+                    self.feed(Input::Finished {
+                        run: RunId(run),
+                        completion: Completion::Killed,
+                    });
+                }
+            }
+            Op::Advance(ms) => {
+                self.now += ms;
+                self.feed(Input::Tick);
+                if self.adapter_up {
+                    let due = self.g.delivery().due_for_idle(self.now);
+                    prop_assert_eq!(
+                        due,
+                        0,
+                        "INV-8 LATENCY: {} notifications due for idle threads after a tick",
+                        due
+                    );
+                }
+            }
+            Op::AdapterDown => self.adapter_up = false,
+            Op::AdapterUp => {
+                self.adapter_up = true;
+                self.feed(Input::Tick);
+            }
+            Op::Restart { survive } => {
+                // Only persisted bytes survive a crash.
+                let running: Vec<u64> = self
+                    .spawned
+                    .iter()
+                    .map(|(r, _)| *r)
+                    .filter(|r| self.g.registry().is_running(RunId(*r)))
+                    .collect();
+                if !survive {
+                    for r in &running {
+                        self.model.finish(*r);
+                    }
+                }
+                let f = |k: &str| self.files.get(k).cloned();
+                let (store, ckpt, del) = (f("store"), f("checkpoint"), f("delivery"));
+                let (g, out) = Gateway::recover(
+                    Config::default(),
+                    store.as_deref(),
+                    ckpt.as_deref(),
+                    del.as_deref(),
+                    self.now,
+                    |_, _| *survive,
+                )
+                .map_err(|e| TestCaseError::fail(format!("recovery failed: {e:?}")))?;
+                self.g = g;
+                for o in out {
+                    if let Output::Persist { .. } | Output::Send(_) = o {
+                        // Re-feed through the same path as any output.
+                    }
+                    self.absorb(o);
+                }
+            }
+            Op::Shutdown => drop(self.feed(Input::Shutdown)),
+        }
+        Ok(())
+    }
+
+    fn absorb(&mut self, o: Output) {
+        match o {
+            Output::Persist { file, bytes } => {
+                let k = match file {
+                    FileKind::Store => "store",
+                    FileKind::Checkpoint => "checkpoint",
+                    FileKind::Delivery => "delivery",
+                };
+                self.files.insert(k, bytes);
+            }
+            Output::Send(n) => {
+                let error = if self.adapter_up {
+                    self.delivered
+                        .push((n.id, n.destination.clone(), n.text.clone()));
+                    None
+                } else {
+                    Some("adapter down".to_owned())
+                };
+                for f in self.g.handle(self.now, Input::Sent { id: n.id, error }) {
+                    self.absorb(f);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// HOME, NO-BLEED, EXACTLY-ONCE, ORDER after every step.
+    fn check_step(&self) -> Result<(), TestCaseError> {
+        let mut ids = BTreeSet::new();
+        let mut last_seq: BTreeMap<u64, u32> = BTreeMap::new();
+        for (id, dest, text) in &self.delivered {
+            prop_assert!(
+                ids.insert(*id),
+                "INV-3 EXACTLY-ONCE: {:?} delivered twice",
+                id
+            );
+            let NotificationId::Process { run, seq } = id else {
+                continue;
+            };
+            let r = self
+                .model
+                .runs
+                .get(&run.0)
+                .ok_or_else(|| TestCaseError::fail(format!("unknown run {run:?}")))?;
+            prop_assert!(
+                same_place(dest, &r.home),
+                "INV-1 HOME: run {} went to {:?}, home {:?}",
+                run.0,
+                dest,
+                r.home
+            );
+            let header = format!("[Background process {}", r.process_id);
+            let named = text
+                .strip_prefix(&header)
+                .is_some_and(|rest| rest.starts_with([' ', ':']));
+            prop_assert!(named, "INV-1 HOME: text of another process: {}", text);
+            for word in text.split(|c: char| !c.is_ascii_alphanumeric()) {
+                if let Some(rest) = word.strip_prefix("tok") {
+                    let owner = rest
+                        .split_once('r')
+                        .and_then(|(_, o)| o.parse::<u64>().ok());
+                    prop_assert_eq!(owner, Some(run.0), "INV-2 NO-BLEED: {} in {}", word, text);
+                }
+            }
+            if let Some(prev) = last_seq.insert(run.0, *seq) {
+                prop_assert!(
+                    *seq > prev,
+                    "INV-5 ORDER: run {} seq {} after {}",
+                    run.0,
+                    seq,
+                    prev
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Quiescence: adapters up, turns over, time passes, everything ticks.
+    fn quiesce(&mut self) {
+        self.adapter_up = true;
+        for o in self.threads.clone() {
+            self.feed(Input::TurnEnded { origin: o });
+        }
+        for _ in 0..12 {
+            self.now += 61_000;
+            self.feed(Input::Tick);
+        }
+    }
+
+    /// INV-4 NO-LOSS and INV-7 MODEL-EQUIVALENCE at quiescence.
+    fn check_quiescent(&self) -> Result<(), TestCaseError> {
+        let dead: Vec<(NotificationId, String)> = self
+            .g
+            .delivery()
+            .dead_letters()
+            .map(|d| (d.notification.id, d.notification.text.clone()))
+            .collect();
+        let completed = |run: u64, pid: &str| {
+            let mark = format!("[Background process {pid} ");
+            let is = |id: &NotificationId, text: &str| {
+                matches!(id, NotificationId::Process { run: r, .. } if r.0 == run)
+                    && text.contains(&mark)
+                    && !text.contains("matched watch pattern")
+                    && !text.contains("watch patterns disabled")
+            };
+            self.delivered.iter().any(|(id, _, t)| is(id, t))
+                || dead.iter().any(|(id, t)| is(id, t))
+        };
+        for (run, r) in self.model.promised_completions() {
+            prop_assert!(
+                completed(run, &r.process_id),
+                "INV-4 NO-LOSS: completion of run {} ({}) never delivered nor dead-lettered",
+                run,
+                r.process_id
+            );
+        }
+        for (run, r) in &self.model.runs {
+            let promised = r.finished && (r.notify_on_exit || r.watches);
+            if !promised {
+                prop_assert!(
+                    !completed(*run, &r.process_id),
+                    "INV-7 MODEL-EQUIVALENCE: unpromised completion for run {}",
+                    run
+                );
+            }
+        }
+        prop_assert_eq!(
+            self.g.delivery().queued(),
+            0,
+            "INV-4: something still queued at quiescence"
+        );
+        Ok(())
+    }
+
+    pub fn seen(&self) -> Seen {
+        let mut m: Seen = self
+            .delivered
+            .iter()
+            .filter(|(id, _, _)| matches!(id, NotificationId::Process { .. }))
+            .map(|(id, d, t)| (*id, (d.clone(), t.clone())))
+            .collect();
+        for d in self
+            .g
+            .delivery()
+            .dead_letters()
+            .filter(|d| matches!(d.notification.id, NotificationId::Process { .. }))
+        {
+            m.insert(
+                d.notification.id,
+                (
+                    d.notification.destination.clone(),
+                    d.notification.text.clone(),
+                ),
+            );
+        }
+        m
+    }
+}
+
+pub fn run_trace(config: Config, ops: &[Op]) -> Result<Sim, TestCaseError> {
+    let mut sim = Sim::new(config);
+    for op in ops {
+        sim.apply(op)?;
+        sim.check_step()?;
+    }
+    sim.quiesce();
+    sim.check_step()?;
+    sim.check_quiescent()?;
+    Ok(sim)
+}
