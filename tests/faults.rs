@@ -17,7 +17,7 @@ use procroute::gateway::Config;
 /// Cases the suite gets to find each fault.
 const BUDGET: u32 = 2_000;
 
-fn hunt(fault: Fault) -> (u32, usize, String) {
+fn hunt(fault: Fault) -> (u32, usize, String, Vec<sim::Op>) {
     let config = PtConfig {
         cases: BUDGET,
         max_shrink_iters: 8_192,
@@ -45,7 +45,8 @@ fn hunt(fault: Fault) -> (u32, usize, String) {
         Err(TestError::Fail(reason, ops)) => (
             first_failure.get().unwrap_or(0),
             ops.len(),
-            format!("{reason}\n  shrunk trace: {ops:?}"),
+            reason.to_string(),
+            ops,
         ),
         Err(e) => panic!("{fault:?}: runner error {e}"),
         Ok(()) => panic!("{fault:?} was NOT caught in {BUDGET} cases"),
@@ -55,12 +56,57 @@ fn hunt(fault: Fault) -> (u32, usize, String) {
 #[test]
 fn every_historical_fault_is_caught() {
     let mut report = String::new();
+    let write = std::env::var_os("PROCROUTE_WRITE_TRACES").is_some();
     for fault in Fault::ALL {
-        let (cases, len, why) = hunt(fault);
+        let (cases, len, why, ops) = hunt(fault);
+        let faulty = sim::run_for_timeline(
+            Config {
+                fault: Some(fault),
+                ..Config::default()
+            },
+            &ops,
+        );
         report.push_str(&format!(
-            "{fault:?}: caught after {cases} case(s), shrunk to {len} step(s)\n  {why}\n"
+            "{fault:?}: caught after {cases} case(s), shrunk to {len} step(s)\n  {why}\n{}\n",
+            sim::timeline(&faulty, &ops)
         ));
         assert!(cases <= BUDGET);
+        if write {
+            // Store the counterexample as data, with what a correct router
+            // delivers (checked against the model by the replay test).
+            let clean = sim::run_trace(Config::default(), &ops).expect("clean router passes it");
+            let rule = why
+                .split_whitespace()
+                .find(|w| w.starts_with("INV-"))
+                .unwrap_or("INV-1")
+                .to_owned();
+            let name = format!("{fault:?}")
+                .chars()
+                .flat_map(|c| {
+                    if c.is_uppercase() {
+                        vec!['-', c.to_ascii_lowercase()]
+                    } else {
+                        vec![c]
+                    }
+                })
+                .collect::<String>();
+            let id = format!("fault{name}");
+            let file = sim::TraceFile {
+                suite_version: procroute::SUITE_VERSION.to_owned(),
+                id: format!("trace/{id}"),
+                rules: vec![rule],
+                note: format!("shrunk counterexample for the historical bug {fault:?}"),
+                ops: ops.clone(),
+                expect: sim::deliveries(&clean),
+            };
+            let path = sim::traces_dir().join(format!("{id}.json"));
+            std::fs::create_dir_all(sim::traces_dir()).expect("dir");
+            std::fs::write(
+                &path,
+                serde_json::to_string_pretty(&file).expect("json") + "\n",
+            )
+            .expect("write trace");
+        }
     }
     println!("{report}");
 }

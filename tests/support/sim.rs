@@ -85,7 +85,8 @@ fn same_place(d: &Destination, t: &Thread) -> bool {
         && d.thread_id.as_ref().map(|x| x.as_str()) == t.thread.as_deref()
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Op {
     Message(usize),
     TurnStart(usize),
@@ -153,7 +154,9 @@ pub struct Sim {
     adapter_up: bool,
     model: Model,
     spawned: Vec<(u64, String)>,
-    delivered: Vec<(NotificationId, Destination, String)>,
+    pub delivered: Vec<(NotificationId, Destination, String)>,
+    /// `delivered.len()` after each step: which step sent what.
+    pub marks: Vec<usize>,
     tokens: u64,
 }
 
@@ -169,6 +172,7 @@ impl Sim {
             model: Model::new(),
             spawned: Vec::new(),
             delivered: Vec::new(),
+            marks: Vec::new(),
             tokens: 0,
         }
     }
@@ -503,10 +507,138 @@ pub fn run_trace(config: Config, ops: &[Op]) -> Result<Sim, TestCaseError> {
     let mut sim = Sim::new(config);
     for op in ops {
         sim.apply(op)?;
+        sim.marks.push(sim.delivered.len());
         sim.check_step()?;
     }
     sim.quiesce();
     sim.check_step()?;
     sim.check_quiescent()?;
     Ok(sim)
+}
+
+impl Sim {
+    /// The home thread index of a run, per the model.
+    pub fn home_index(&self, run: u64) -> Option<usize> {
+        let home = self.model.home(run)?;
+        self.threads.iter().position(|o| &model_thread(o) == home)
+    }
+
+    pub fn thread_index(&self, d: &Destination) -> Option<usize> {
+        self.threads.iter().position(|o| &Destination::of(o) == d)
+    }
+}
+
+/// Runs `ops` without stopping at the first violation, for rendering.
+pub fn run_for_timeline(config: Config, ops: &[Op]) -> Sim {
+    let mut sim = Sim::new(config);
+    for op in ops {
+        let _ = sim.apply(op);
+        sim.marks.push(sim.delivered.len());
+    }
+    sim.quiesce();
+    sim.marks.push(sim.delivered.len());
+    sim
+}
+
+/// A per-thread swimlane timeline in text: one column per thread, one row
+/// per step; deliveries appear in the column they landed in, marked `!!`
+/// when that is not the process's home (with the home column named).
+pub fn timeline(sim: &Sim, ops: &[Op]) -> String {
+    const W: usize = 14;
+    let n = sim.threads.len();
+    let mut out = String::new();
+    out.push_str("threads:\n");
+    for (i, o) in sim.threads.iter().enumerate() {
+        out.push_str(&format!(
+            "  T{i} = {} {} {} {}\n",
+            o.platform(),
+            o.chat_type(),
+            o.chat_id(),
+            o.thread_id().map_or("-", |t| t.as_str())
+        ));
+    }
+    out.push_str(&format!("{:<5}", "step"));
+    for i in 0..n {
+        out.push_str(&format!("{:<W$}", format!("T{i}")));
+    }
+    out.push_str("op\n");
+    let mut from = 0;
+    for (step, end) in sim.marks.iter().enumerate() {
+        let label = ops
+            .get(step)
+            .map_or("(quiescence)".to_owned(), |o| format!("{o:?}"));
+        out.push_str(&format!("{:<5}{}{}\n", step, " ".repeat(W * n), label));
+        for (id, dest, _) in &sim.delivered[from..*end] {
+            let col = sim.thread_index(dest);
+            let (cell, note) = match id {
+                NotificationId::Process { run, seq } => {
+                    let home = sim.home_index(run.0);
+                    let ok = home.is_some() && home == col;
+                    let cell = format!("{}r{}.{}", if ok { "" } else { "!!" }, run.0, seq);
+                    let note = if ok {
+                        String::new()
+                    } else {
+                        format!(
+                            "  <- MISROUTED, home is T{}",
+                            home.map_or("?".into(), |h| h.to_string())
+                        )
+                    };
+                    (cell, note)
+                }
+                NotificationId::Shutdown { .. } => ("shutdown".to_owned(), String::new()),
+            };
+            let mut row = format!("{:<5}", "");
+            for i in 0..n {
+                row.push_str(&format!(
+                    "{:<W$}",
+                    if Some(i) == col { cell.as_str() } else { "" }
+                ));
+            }
+            out.push_str(row.trim_end());
+            out.push_str(&note);
+            out.push('\n');
+        }
+        from = *end;
+    }
+    out
+}
+
+/// A stored counterexample: a trace as data, not a seed (spec S-3).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceFile {
+    pub suite_version: String,
+    pub id: String,
+    pub rules: Vec<String>,
+    #[serde(default)]
+    pub note: String,
+    pub ops: Vec<Op>,
+    /// What a correct router delivers, in order: (run, seq, thread index).
+    pub expect: Vec<ExpectedDelivery>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ExpectedDelivery {
+    pub run: u64,
+    pub seq: u32,
+    pub thread: usize,
+}
+
+/// The process deliveries of a run, as expectations.
+pub fn deliveries(sim: &Sim) -> Vec<ExpectedDelivery> {
+    sim.delivered
+        .iter()
+        .filter_map(|(id, d, _)| match id {
+            NotificationId::Process { run, seq } => Some(ExpectedDelivery {
+                run: run.0,
+                seq: *seq,
+                thread: sim.thread_index(d).unwrap_or(usize::MAX),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn traces_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("spec/vectors/traces")
 }
