@@ -161,7 +161,7 @@ pub struct Sim {
 }
 
 impl Sim {
-    fn new(config: Config) -> Sim {
+    pub fn new(config: Config) -> Sim {
         Sim {
             threads: origins(),
             config: config.clone(),
@@ -220,7 +220,7 @@ impl Sim {
         (!live.is_empty()).then(|| live[proc % live.len()].clone())
     }
 
-    fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
+    pub fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
         let origin = |i: usize| self.threads[i % self.threads.len()].clone();
         match op {
             Op::Message(i) => drop(self.feed(Input::Message { origin: origin(*i) })),
@@ -371,7 +371,7 @@ impl Sim {
     }
 
     /// HOME, NO-BLEED, EXACTLY-ONCE, ORDER after every step.
-    fn check_step(&self) -> Result<(), TestCaseError> {
+    pub fn check_step(&self) -> Result<(), TestCaseError> {
         let mut ids = BTreeSet::new();
         let mut last_seq: BTreeMap<u64, u32> = BTreeMap::new();
         for (id, dest, text) in &self.delivered {
@@ -422,7 +422,7 @@ impl Sim {
     }
 
     /// Quiescence: adapters up, turns over, time passes, everything ticks.
-    fn quiesce(&mut self) {
+    pub fn quiesce(&mut self) {
         self.adapter_up = true;
         for o in self.threads.clone() {
             self.feed(Input::TurnEnded { origin: o });
@@ -434,7 +434,7 @@ impl Sim {
     }
 
     /// INV-4 NO-LOSS and INV-7 MODEL-EQUIVALENCE at quiescence.
-    fn check_quiescent(&self) -> Result<(), TestCaseError> {
+    pub fn check_quiescent(&self) -> Result<(), TestCaseError> {
         let dead: Vec<(NotificationId, String)> = self
             .g
             .delivery()
