@@ -3,7 +3,6 @@
 //! Run: `cargo bench --bench exploration`.
 
 #[path = "../tests/support/sim.rs"]
-#[allow(dead_code)]
 mod sim;
 
 use divan::counter::ItemsCount;

@@ -28,6 +28,17 @@ proptest! {
         run_trace(Config::default(), &ops)?;
     }
 
+    /// The same invariants over thread pools drawn from the shared nasty-id
+    /// generators (ids with `:`, `%`, `~`, controls, non-ASCII, …).
+    #[test]
+    fn every_notification_lands_home_with_generated_ids(
+        seed in any::<u64>(),
+        ops in proptest::collection::vec(op(), 1..64),
+    ) {
+        let sim = sim::Sim::with_threads(Config::default(), sim::generated_threads(seed));
+        sim::run_trace_on(sim, &ops)?;
+    }
+
     /// INV-6 FOREGROUND-INDEPENDENCE: removing the foreground traffic
     /// changes no notification's destination or content.
     #[test]

@@ -162,8 +162,14 @@ pub struct Sim {
 
 impl Sim {
     pub fn new(config: Config) -> Sim {
+        Sim::with_threads(config, origins())
+    }
+
+    /// A simulator over a given thread pool (e.g. generated nasty ids).
+    pub fn with_threads(config: Config, threads: Vec<Origin>) -> Sim {
+        assert!(!threads.is_empty());
         Sim {
-            threads: origins(),
+            threads,
             config: config.clone(),
             g: Gateway::new(config),
             files: BTreeMap::new(),
@@ -504,7 +510,30 @@ impl Sim {
 }
 
 pub fn run_trace(config: Config, ops: &[Op]) -> Result<Sim, TestCaseError> {
-    let mut sim = Sim::new(config);
+    run_trace_on(Sim::new(config), ops)
+}
+
+/// A pool of 8 threads drawn from `procroute::gen` — the same nasty id
+/// shapes the key laws use — with the first two sharing one thread (two
+/// users in one topic) so shared lanes are always exercised.
+pub fn generated_threads(seed: u64) -> Vec<Origin> {
+    let mut rng = procroute::gen::Rng::new(seed);
+    let mut pool: Vec<Origin> = (0..7).map(|_| procroute::gen::origin(&mut rng)).collect();
+    let first = pool[0].clone();
+    let mut twin = Origin::new(
+        first.platform().as_str(),
+        first.chat_type(),
+        first.chat_id().as_str(),
+    )
+    .expect("valid");
+    if let Some(t) = first.thread_id() {
+        twin = twin.with_thread(t.as_str()).expect("valid");
+    }
+    pool.insert(1, twin.with_user("second-user").expect("valid"));
+    pool
+}
+
+pub fn run_trace_on(mut sim: Sim, ops: &[Op]) -> Result<Sim, TestCaseError> {
     for op in ops {
         sim.apply(op)?;
         sim.marks.push(sim.delivered.len());
