@@ -46,6 +46,11 @@ proptest! {
         let with = run_trace(Config::default(), &ops)?.seen();
         let quiet: Vec<Op> = ops.iter().filter(|o| !o.is_foreground()).cloned().collect();
         let without = run_trace(Config::default(), &quiet)?.seen();
-        prop_assert_eq!(with, without);
+        prop_assert_eq!(&with, &without, "removing foreground traffic");
+        // Reordering: all foreground traffic moved to the end.
+        let mut moved = quiet.clone();
+        moved.extend(ops.iter().filter(|o| o.is_foreground()).cloned());
+        let reordered = run_trace(Config::default(), &moved)?.seen();
+        prop_assert_eq!(&with, &reordered, "reordering foreground traffic");
     }
 }

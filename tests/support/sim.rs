@@ -240,7 +240,7 @@ impl Sim {
             } => {
                 let o = origin(*thread);
                 // Process ids repeat: two runs of one id must stay apart.
-                let pid = format!("proc_{}", self.spawned.len() % 3);
+                let pid = format!("proc_{}", self.spawned.len() % 2);
                 let out = self.feed(Input::Spawn {
                     origin: o.clone(),
                     process_id: pid.clone(),
