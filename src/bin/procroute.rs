@@ -25,6 +25,14 @@ struct Cli {
 enum Command {
     /// Check the built-in implementation against every spec vector and law.
     Conform {
+        /// A harness command (run with `sh -c`) speaking spec/PROTOCOL.md.
+        /// Without it, the built-in implementation is tested through the
+        /// same protocol (`procroute harness`).
+        #[arg(long = "impl", value_name = "CMD")]
+        implementation: Option<String>,
+        /// Per-request timeout for the harness.
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
         /// Seed for generated cases (a run is reproducible from its seed).
         #[arg(long, default_value_t = 0x5EED)]
         seed: u64,
@@ -34,6 +42,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Serve the harness protocol on stdin/stdout with the built-in
+    /// implementation.
+    Harness,
     /// Print generated origins × policies with both dialects' keys as JSON
     /// lines (the input of the hermes-agent differential check).
     KeysCorpus {
@@ -54,20 +65,61 @@ enum Format {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Harness => {
+            let stdin = io::stdin();
+            match conform::harness::serve(stdin.lock(), io::stdout().lock()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("procroute harness: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Conform {
+            implementation,
+            timeout_ms,
             seed,
             cases,
             format,
         } => {
-            let report = match conform::run_builtin(Config { seed, cases }) {
+            let (program, args, with_laws) = match &implementation {
+                Some(cmd) => ("sh".to_owned(), vec!["-c".to_owned(), cmd.clone()], false),
+                None => match std::env::current_exe() {
+                    Ok(exe) => (exe.display().to_string(), vec!["harness".to_owned()], true),
+                    Err(e) => {
+                        eprintln!("procroute: cannot find my own executable: {e}");
+                        return ExitCode::from(2);
+                    }
+                },
+            };
+            let timeout = std::time::Duration::from_millis(timeout_ms);
+            let (report, started, restarts) = match conform::run_protocol(
+                &program,
+                &args,
+                Config { seed, cases },
+                timeout,
+                with_laws,
+            ) {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("procroute: {e}");
                     return ExitCode::from(2);
                 }
             };
+            let who = format!(
+                "{} {} ({}) over protocol v{}{}",
+                started.implementation.name,
+                started.implementation.version,
+                started.implementation.language,
+                started.protocol,
+                if restarts > 0 {
+                    format!(", {restarts} harness restart(s)")
+                } else {
+                    String::new()
+                }
+            );
             let text = match format {
-                Format::Text => report.render_text("procroute (built-in)"),
+                Format::Text => report.render_text(&who),
                 Format::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
             };
             print!("{text}");

@@ -4,8 +4,11 @@
 //! JSON-lines harness protocol for other implementations grows from here
 //! (`spec/SPEC.md`, chapter on conformance).
 
+pub mod harness;
 pub mod laws;
+pub mod protocol;
 pub mod report;
+pub mod runner;
 pub mod vectors;
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +26,9 @@ pub struct Outcome {
     /// What went wrong, for a failed case.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Why the case was not run (the implementation cannot express it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 impl Outcome {
@@ -32,7 +38,20 @@ impl Outcome {
             rules: rules.iter().map(|r| (*r).to_owned()).collect(),
             passed: true,
             detail: None,
+            skipped: None,
         }
+    }
+
+    /// Not run, with the implementation's reason; counts as neither.
+    pub fn skip(id: impl Into<String>, rules: &[&str], reason: String) -> Outcome {
+        let mut o = Outcome::pass(id, rules);
+        o.skipped = Some(reason);
+        o
+    }
+
+    /// The harness could not answer (crash, timeout, garbage): a failure.
+    pub fn errored(id: impl Into<String>, rules: &[&str], context: String) -> Outcome {
+        Outcome::check(id, rules, Some(format!("errored: {context}")))
     }
 
     pub fn check(id: impl Into<String>, rules: &[&str], failure: Option<String>) -> Outcome {
@@ -60,6 +79,28 @@ impl Default for Config {
             cases: 2000,
         }
     }
+}
+
+/// Runs every key vector through a harness process speaking the protocol,
+/// then the key laws in-process (they exercise the built-in dialects).
+pub fn run_protocol(
+    program: &str,
+    args: &[String],
+    config: Config,
+    timeout: std::time::Duration,
+    with_laws: bool,
+) -> Result<(Report, protocol::Started, u32), String> {
+    let file = vectors::KeyVectors::builtin().map_err(|e| e.to_string())?;
+    let (started, mut outcomes, restarts) =
+        runner::run_vectors(program, args, &file.vectors, timeout)?;
+    if with_laws {
+        outcomes.extend(laws::run(config));
+    }
+    Ok((
+        Report::new(file.suite_version.clone(), outcomes),
+        started,
+        restarts,
+    ))
 }
 
 /// Runs every key vector and every key law against the built-in dialects.

@@ -17,6 +17,7 @@ pub struct Report {
 pub struct Tally {
     pub passed: usize,
     pub failed: usize,
+    pub skipped: usize,
 }
 
 impl Report {
@@ -28,11 +29,18 @@ impl Report {
     }
 
     pub fn passed(&self) -> usize {
-        self.outcomes.iter().filter(|o| o.passed).count()
+        self.outcomes
+            .iter()
+            .filter(|o| o.passed && o.skipped.is_none())
+            .count()
     }
 
     pub fn failed(&self) -> usize {
-        self.outcomes.len() - self.passed()
+        self.outcomes.iter().filter(|o| !o.passed).count()
+    }
+
+    pub fn skipped(&self) -> usize {
+        self.outcomes.iter().filter(|o| o.skipped.is_some()).count()
     }
 
     /// Cases per rule id; a case citing two rules counts for both.
@@ -41,7 +49,9 @@ impl Report {
         for o in &self.outcomes {
             for r in &o.rules {
                 let t = map.entry(r.clone()).or_default();
-                if o.passed {
+                if o.skipped.is_some() {
+                    t.skipped += 1;
+                } else if o.passed {
                     t.passed += 1;
                 } else {
                     t.failed += 1;
@@ -59,12 +69,20 @@ impl Report {
             self.suite_version, implementation
         );
         let _ = writeln!(out);
-        let _ = writeln!(out, "{:<10} {:>8} {:>8}", "rule", "passed", "failed");
+        let _ = writeln!(
+            out,
+            "{:<10} {:>8} {:>8} {:>8}",
+            "rule", "passed", "failed", "skipped"
+        );
         let mut rules: Vec<(String, Tally)> = self.by_rule().into_iter().collect();
         rules.sort_by_key(|r| rule_order(&r.0));
         for (rule, t) in rules {
             let mark = if t.failed > 0 { "  FAIL" } else { "" };
-            let _ = writeln!(out, "{:<10} {:>8} {:>8}{}", rule, t.passed, t.failed, mark);
+            let _ = writeln!(
+                out,
+                "{:<10} {:>8} {:>8} {:>8}{}",
+                rule, t.passed, t.failed, t.skipped, mark
+            );
         }
         let failures: Vec<&Outcome> = self.outcomes.iter().filter(|o| !o.passed).collect();
         if !failures.is_empty() {
@@ -83,7 +101,17 @@ impl Report {
             }
         }
         let _ = writeln!(out);
-        let _ = writeln!(out, "{} passed, {} failed", self.passed(), self.failed());
+        if self.skipped() > 0 {
+            let _ = writeln!(
+                out,
+                "{} passed, {} failed, {} skipped",
+                self.passed(),
+                self.failed(),
+                self.skipped()
+            );
+        } else {
+            let _ = writeln!(out, "{} passed, {} failed", self.passed(), self.failed());
+        }
         out
     }
 }

@@ -297,3 +297,137 @@ fn check(case: &Case) -> Result<(), String> {
         }
     }
 }
+
+/// What an implementation answers for a case, in the shape of [`Expect`]:
+/// `{"key": …}`, `{"fields": …}`, `{"parsed": …}`, `{"ok": true}` or
+/// `{"error": {"kind": …, "position"?: …, "part"?: …, "field"?: …}}`.
+/// This is the built-in implementation's answer (the protocol's `run`).
+pub fn observe(case: &Case) -> Value {
+    use serde_json::json;
+    let err = |e: Value| json!({ "error": e });
+    match case {
+        Case::HermesBuild { origin, policy, .. } => match Origin::try_from(origin.clone()) {
+            Err(e) => err(json!({"kind": "invalid_origin", "detail": e.to_string()})),
+            Ok(o) => match hermes::build(&o, policy) {
+                Ok(key) => json!({ "key": key }),
+                Err(e) => err(to_value(&e)),
+            },
+        },
+        Case::CanonicalBuild { origin, policy, .. } => match Origin::try_from(origin.clone()) {
+            Err(e) => err(json!({"kind": "invalid_origin", "detail": e.to_string()})),
+            Ok(o) => json!({ "key": canonical::build(&o, policy) }),
+        },
+        Case::CanonicalParse { key, .. } => match canonical::parse(key) {
+            Ok(f) => json!({ "fields": f }),
+            Err(e) => {
+                let mut v = to_value(&e.kind);
+                v["position"] = json!(e.position);
+                err(v)
+            }
+        },
+        Case::HermesParse { key, .. } => match hermes::parse(key) {
+            Ok(p) => json!({ "parsed": p }),
+            Err(e) => {
+                let mut v = to_value(&e.kind);
+                v["position"] = json!(e.position);
+                err(v)
+            }
+        },
+        Case::Origin { origin, .. } => {
+            match serde_json::from_value::<RawOrigin>(origin.clone())
+                .map_err(|e| json!({"kind": "malformed", "detail": e.to_string()}))
+                .and_then(|raw| Origin::try_from(raw).map_err(|e| to_value(&e)))
+            {
+                Ok(_) => json!({ "ok": true }),
+                Err(e) => err(e),
+            }
+        }
+    }
+}
+
+fn expect_of(case: &Case) -> &Expect {
+    match case {
+        Case::HermesBuild { expect, .. }
+        | Case::CanonicalBuild { expect, .. }
+        | Case::CanonicalParse { expect, .. }
+        | Case::HermesParse { expect, .. }
+        | Case::Origin { expect, .. } => expect,
+    }
+}
+
+/// Judges an implementation's observation against the vector's expectation
+/// (the runner's side of the protocol). The reference is consulted only to
+/// check canonicity of parsed fields (KEY-C6).
+pub fn judge(case: &Case, obs: &Value) -> Result<(), String> {
+    let expect = expect_of(case);
+    let got_error = obs.get("error");
+    if let Some(spec) = &expect.error {
+        let Some(e) = got_error else {
+            return Err(format!("expected error {}, got {obs}", spec.kind));
+        };
+        let position = e
+            .get("position")
+            .and_then(Value::as_u64)
+            .map(|p| p as usize);
+        return matches_error(spec, e, position);
+    }
+    if let Some(e) = got_error {
+        return Err(format!("expected a value, got error {e}"));
+    }
+    if let Some(want) = &expect.key {
+        return match obs.get("key").and_then(Value::as_str) {
+            Some(k) if k == want => Ok(()),
+            other => Err(format!("expected key {want:?}, got {other:?}")),
+        };
+    }
+    if let Some(want) = &expect.fields {
+        let got: KeyFields = obs
+            .get("fields")
+            .cloned()
+            .ok_or("no fields in the answer")
+            .and_then(|f| serde_json::from_value(f).map_err(|_| "fields do not parse"))
+            .map_err(|e| format!("{e}: {obs}"))?;
+        if &got != want {
+            return Err(format!("expected fields {want:?}, got {got:?}"));
+        }
+        if let Case::CanonicalParse { key, .. } = case {
+            let rebuilt = canonical::build_fields(&got);
+            if &rebuilt != key {
+                return Err(format!("rebuilding gives {rebuilt:?}, not the key"));
+            }
+        }
+        return Ok(());
+    }
+    if let Some(want) = &expect.parsed {
+        let got: hermes::HermesParsed = obs
+            .get("parsed")
+            .cloned()
+            .and_then(|p| serde_json::from_value(p).ok())
+            .ok_or_else(|| format!("no parsed value in {obs}"))?;
+        return if &got == want {
+            Ok(())
+        } else {
+            Err(format!("got {}", to_value(&got)))
+        };
+    }
+    if expect.ok == Some(true) {
+        return match obs.get("ok") {
+            Some(Value::Bool(true)) => Ok(()),
+            _ => Err(format!("expected a valid origin, got {obs}")),
+        };
+    }
+    Err("vector has no expectation".to_owned())
+}
+
+impl Case {
+    /// The protocol operation name of this case.
+    pub fn operation(&self) -> &'static str {
+        match self {
+            Case::HermesBuild { .. } => "hermes_build",
+            Case::CanonicalBuild { .. } => "canonical_build",
+            Case::CanonicalParse { .. } => "canonical_parse",
+            Case::HermesParse { .. } => "hermes_parse",
+            Case::Origin { .. } => "origin",
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The built-in harness: procroute itself behind the protocol
+//! (`procroute harness`). `procroute conform` without `--impl` talks to it
+//! through the very same pipes a foreign harness would use.
+
+use std::io::{self, BufRead, Write};
+
+use serde_json::{json, Value};
+
+use super::protocol::{
+    Command, Implementation, RunReply, Started, MAX_LINE_BYTES, OPERATIONS, PROTOCOL_VERSION,
+};
+use super::vectors::{self, Case};
+
+/// Serves the protocol until `stop` or end of input.
+pub fn serve(input: impl BufRead, mut output: impl Write) -> io::Result<()> {
+    for line in input.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let reply = if line.len() > MAX_LINE_BYTES {
+            json!({"errored": format!("line of {} bytes exceeds {MAX_LINE_BYTES}", line.len())})
+        } else {
+            match serde_json::from_str::<Command>(&line) {
+                Err(e) => json!({"errored": format!("not a protocol command: {e}")}),
+                Ok(Command::Stop) => return Ok(()),
+                Ok(Command::Start { version }) if version != PROTOCOL_VERSION => {
+                    json!({"errored": format!("protocol version {version} is not supported (only {PROTOCOL_VERSION})")})
+                }
+                Ok(Command::Start { .. }) => serde_json::to_value(Started {
+                    protocol: PROTOCOL_VERSION,
+                    implementation: Implementation {
+                        name: "procroute".into(),
+                        version: env!("CARGO_PKG_VERSION").into(),
+                        language: "rust".into(),
+                    },
+                    operations: OPERATIONS.iter().map(|s| (*s).to_owned()).collect(),
+                    unsupported: Default::default(),
+                })
+                .unwrap_or(Value::Null),
+                Ok(Command::Run { seq, case }) => {
+                    serde_json::to_value(run(seq, case)).unwrap_or(Value::Null)
+                }
+            }
+        };
+        writeln!(output, "{reply}")?;
+        output.flush()?;
+    }
+    Ok(())
+}
+
+fn run(seq: u64, mut case: Value) -> RunReply {
+    // The runner never sends expectations; add an empty one so the case
+    // deserialises with the vector types.
+    if let Some(obj) = case.as_object_mut() {
+        obj.entry("expect").or_insert(json!({}));
+    }
+    match serde_json::from_value::<Case>(case) {
+        Ok(c) => RunReply {
+            seq,
+            result: Some(vectors::observe(&c)),
+            skipped: None,
+            errored: None,
+        },
+        Err(e) => RunReply {
+            seq,
+            result: None,
+            skipped: None,
+            errored: Some(format!("case not understood: {e}")),
+        },
+    }
+}

@@ -1,0 +1,246 @@
+//! The runner's side of the protocol: spawn a harness, hand it cases, judge
+//! its answers. It never hangs (per-request timeout), restarts a harness
+//! that crashes, and turns garbage or oversized lines into errored cases
+//! that quote the offending bytes.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command as Proc, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::protocol::{Command, RunReply, Started, MAX_LINE_BYTES, PROTOCOL_VERSION};
+use super::vectors::{self, Vector};
+use super::Outcome;
+
+/// How a request failed on the harness's side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    Timeout(Duration),
+    Crashed(String),
+    Garbage(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Timeout(d) => write!(f, "harness gave no answer within {} ms", d.as_millis()),
+            Failure::Crashed(why) => write!(f, "harness crashed: {why}"),
+            Failure::Garbage(bytes) => write!(
+                f,
+                "harness sent a line that is not a protocol reply: {bytes}"
+            ),
+        }
+    }
+}
+
+/// Quotes at most 200 bytes of a bad line, escaped, for a report.
+fn quote(bytes: &[u8]) -> String {
+    let shown: String = bytes
+        .iter()
+        .take(200)
+        .flat_map(|b| std::ascii::escape_default(*b))
+        .map(char::from)
+        .collect();
+    if bytes.len() > 200 {
+        format!("\"{shown}\"… ({} bytes)", bytes.len())
+    } else {
+        format!("\"{shown}\"")
+    }
+}
+
+pub struct Harness {
+    program: String,
+    args: Vec<String>,
+    child: Child,
+    stdin: ChildStdin,
+    rx: Receiver<Result<Vec<u8>, String>>,
+    pub restarts: u32,
+}
+
+impl Harness {
+    pub fn spawn(program: &str, args: &[String]) -> Result<Harness, String> {
+        let mut child = Proc::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start harness {program}: {e}"))?;
+        let stdin = child.stdin.take().ok_or("no stdin pipe")?;
+        let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            loop {
+                let mut line = Vec::new();
+                let mut limited = (&mut r).take(MAX_LINE_BYTES as u64 + 1);
+                match limited.read_until(b'\n', &mut line) {
+                    Ok(0) => {
+                        let _ = tx.send(Err("end of output".into()));
+                        return;
+                    }
+                    Ok(_) => {
+                        if line.len() > MAX_LINE_BYTES {
+                            // Skip the rest of the oversized line.
+                            let mut rest = Vec::new();
+                            let _ = r.read_until(b'\n', &mut rest);
+                        }
+                        if tx.send(Ok(line)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e.to_string()));
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Harness {
+            program: program.to_owned(),
+            args: args.to_vec(),
+            child,
+            stdin,
+            rx,
+            restarts: 0,
+        })
+    }
+
+    pub fn request(&mut self, cmd: &Command, timeout: Duration) -> Result<Value, Failure> {
+        let line = serde_json::to_string(cmd).map_err(|e| Failure::Crashed(e.to_string()))?;
+        writeln!(self.stdin, "{line}")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| Failure::Crashed(format!("writing to it: {e}")))?;
+        loop {
+            match self.rx.recv_timeout(timeout) {
+                Ok(Ok(bytes)) => {
+                    if bytes.len() > MAX_LINE_BYTES {
+                        return Err(Failure::Garbage(format!(
+                            "oversized line (over {MAX_LINE_BYTES} bytes) {}",
+                            quote(&bytes)
+                        )));
+                    }
+                    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+                        continue;
+                    }
+                    return serde_json::from_slice::<Value>(&bytes)
+                        .ok()
+                        .filter(Value::is_object)
+                        .ok_or_else(|| Failure::Garbage(quote(&bytes)));
+                }
+                Ok(Err(why)) => return Err(Failure::Crashed(why)),
+                Err(RecvTimeoutError::Timeout) => return Err(Failure::Timeout(timeout)),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(Failure::Crashed("output closed".into()))
+                }
+            }
+        }
+    }
+
+    pub fn start(&mut self, timeout: Duration) -> Result<Started, String> {
+        let v = self
+            .request(
+                &Command::Start {
+                    version: PROTOCOL_VERSION,
+                },
+                timeout,
+            )
+            .map_err(|e| e.to_string())?;
+        serde_json::from_value(v.clone()).map_err(|e| format!("bad start reply {v}: {e}"))
+    }
+
+    fn restart(&mut self, timeout: Duration) -> Result<Started, String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let restarts = self.restarts + 1;
+        *self = Harness::spawn(&self.program.clone(), &self.args.clone())?;
+        self.restarts = restarts;
+        self.start(timeout)
+    }
+
+    pub fn stop(mut self) {
+        let _ = writeln!(self.stdin, "{}", json!({"cmd": "stop"}));
+        let _ = self.stdin.flush();
+        for _ in 0..50 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The case as sent: the vector without id, rules, note and expectation.
+fn wire_case(v: &Vector) -> Value {
+    let mut c = serde_json::to_value(&v.case).unwrap_or(Value::Null);
+    if let Some(o) = c.as_object_mut() {
+        o.remove("expect");
+    }
+    c
+}
+
+/// Runs vectors through a harness; returns the handshake and one outcome
+/// per vector.
+pub fn run_vectors(
+    program: &str,
+    args: &[String],
+    vectors: &[Vector],
+    timeout: Duration,
+) -> Result<(Started, Vec<Outcome>, u32), String> {
+    let mut h = Harness::spawn(program, args)?;
+    let mut started = h.start(timeout)?;
+    let mut out = Vec::with_capacity(vectors.len());
+    for (seq, v) in vectors.iter().enumerate() {
+        let rules: Vec<&str> = v.rules.iter().map(String::as_str).collect();
+        let op = v.case.operation();
+        if !started.operations.iter().any(|o| o == op) {
+            let why = started
+                .unsupported
+                .get(op)
+                .cloned()
+                .unwrap_or_else(|| format!("operation {op} not supported"));
+            out.push(Outcome::skip(v.id.clone(), &rules, why));
+            continue;
+        }
+        let cmd = Command::Run {
+            seq: seq as u64,
+            case: wire_case(v),
+        };
+        let outcome = match h.request(&cmd, timeout) {
+            Ok(reply) => match serde_json::from_value::<RunReply>(reply.clone()) {
+                Err(e) => Outcome::errored(v.id.clone(), &rules, format!("bad reply {reply}: {e}")),
+                Ok(r) if r.seq != seq as u64 => Outcome::errored(
+                    v.id.clone(),
+                    &rules,
+                    format!("reply for seq {} to request {seq}", r.seq),
+                ),
+                Ok(RunReply {
+                    skipped: Some(why), ..
+                }) => Outcome::skip(v.id.clone(), &rules, why),
+                Ok(RunReply {
+                    errored: Some(why), ..
+                }) => Outcome::errored(v.id.clone(), &rules, why),
+                Ok(RunReply {
+                    result: Some(obs), ..
+                }) => Outcome::check(v.id.clone(), &rules, vectors::judge(&v.case, &obs).err()),
+                Ok(_) => Outcome::errored(v.id.clone(), &rules, format!("empty reply {reply}")),
+            },
+            Err(f) => {
+                let o = Outcome::errored(v.id.clone(), &rules, f.to_string());
+                if !matches!(f, Failure::Garbage(_)) {
+                    started = h.restart(timeout)?;
+                }
+                o
+            }
+        };
+        out.push(outcome);
+    }
+    let restarts = h.restarts;
+    h.stop();
+    Ok((started, out, restarts))
+}

@@ -1,0 +1,126 @@
+//! The runner never hangs and never fakes: crashes, garbage, oversized
+//! lines, hangs and wrong sequence numbers become errored cases (quoting
+//! what was wrong) and the run continues; unsupported operations are
+//! skipped with the harness's reason (spec/PROTOCOL.md P-4..P-6).
+
+use std::time::Duration;
+
+use procroute::conform::runner;
+use procroute::conform::vectors::KeyVectors;
+use procroute::conform::Outcome;
+
+fn run(mode: &str, n: usize) -> (Vec<Outcome>, u32) {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/harnesses/misbehaving.py"
+    );
+    let file = KeyVectors::builtin().expect("vectors");
+    let vectors: Vec<_> = file
+        .vectors
+        .iter()
+        .filter(|v| v.case.operation() == "origin")
+        .take(n)
+        .cloned()
+        .collect();
+    let (_, out, restarts) = runner::run_vectors(
+        "python3",
+        &[script.to_owned(), mode.to_owned()],
+        &vectors,
+        Duration::from_millis(1500),
+    )
+    .expect("run completes");
+    assert_eq!(out.len(), vectors.len(), "every case reported");
+    (out, restarts)
+}
+
+fn detail(o: &Outcome) -> &str {
+    o.detail.as_deref().unwrap_or("")
+}
+
+#[test]
+fn p4_a_crashing_harness_is_restarted_and_the_run_continues() {
+    let (out, restarts) = run("crash", 6);
+    // The script dies on every third case it serves: cases 3 and 6.
+    assert!(detail(&out[2]).contains("crashed"), "{:?}", out[2]);
+    assert!(detail(&out[5]).contains("crashed"), "{:?}", out[5]);
+    assert!(
+        out[3..5].iter().all(|o| !detail(o).contains("errored")),
+        "later cases run: {out:?}"
+    );
+    assert_eq!(restarts, 2);
+}
+
+#[test]
+fn p5_garbage_is_errored_quoting_the_bytes() {
+    let (out, _) = run("garbage", 4);
+    assert!(
+        detail(&out[1]).contains("not a protocol reply")
+            && detail(&out[1]).contains("\\x01 not json"),
+        "{:?}",
+        out[1]
+    );
+}
+
+#[test]
+fn p5_oversized_lines_are_errored() {
+    let (out, _) = run("oversized", 3);
+    assert!(detail(&out[0]).contains("oversized"), "{:?}", out[0]);
+}
+
+#[test]
+fn p4_a_hanging_harness_times_out_and_is_restarted() {
+    let (out, restarts) = run("hang", 3);
+    assert!(detail(&out[0]).contains("no answer within"), "{:?}", out[0]);
+    assert!(restarts >= 1);
+}
+
+#[test]
+fn p5_a_reply_for_the_wrong_case_is_errored() {
+    let (out, _) = run("wrongseq", 2);
+    assert!(detail(&out[0]).contains("seq"), "{:?}", out[0]);
+}
+
+#[test]
+fn p6_unsupported_operations_are_skipped_with_the_reason() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/harnesses/misbehaving.py"
+    );
+    let file = KeyVectors::builtin().expect("vectors");
+    let vectors: Vec<_> = file
+        .vectors
+        .iter()
+        .filter(|v| v.case.operation() == "hermes_build")
+        .take(3)
+        .cloned()
+        .collect();
+    let (_, out, _) = runner::run_vectors(
+        "python3",
+        &[script.to_owned(), "partial".to_owned()],
+        &vectors,
+        Duration::from_secs(5),
+    )
+    .expect("run completes");
+    assert!(
+        out.iter()
+            .all(|o| o.skipped.as_deref() == Some("no hermes keys here")),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn p1_the_builtin_harness_passes_every_vector_over_the_protocol() {
+    let file = KeyVectors::builtin().expect("vectors");
+    let exe = env!("CARGO_BIN_EXE_procroute");
+    let (started, out, restarts) = runner::run_vectors(
+        exe,
+        &["harness".to_owned()],
+        &file.vectors,
+        Duration::from_secs(10),
+    )
+    .expect("run completes");
+    assert_eq!(started.implementation.name, "procroute");
+    assert_eq!(restarts, 0);
+    let failed: Vec<_> = out.iter().filter(|o| !o.passed).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+}
