@@ -41,6 +41,19 @@ enum Command {
         cases: usize,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Run only cases whose stable id matches (repeatable; `*` globs).
+        #[arg(long)]
+        only: Vec<String>,
+        /// Skip cases whose stable id matches (repeatable; `*` globs).
+        #[arg(long)]
+        skip: Vec<String>,
+        /// Run shard I of N (`--shard 2/4`), split by a stable hash of ids.
+        #[arg(long)]
+        shard: Option<String>,
+        /// A file of case ids (or globs) that are expected to fail; they must
+        /// still fail, and the report says when one starts passing.
+        #[arg(long)]
+        known_failures: Option<std::path::PathBuf>,
     },
     /// Serve the harness protocol on stdin/stdout with the built-in
     /// implementation.
@@ -60,6 +73,7 @@ enum Command {
 enum Format {
     Text,
     Json,
+    Markdown,
 }
 
 fn main() -> ExitCode {
@@ -81,7 +95,33 @@ fn main() -> ExitCode {
             seed,
             cases,
             format,
+            only,
+            skip,
+            shard,
+            known_failures,
         } => {
+            let shard = match shard
+                .as_deref()
+                .map(conform::select::Selection::parse_shard)
+            {
+                Some(Err(e)) => {
+                    eprintln!("procroute: {e}");
+                    return ExitCode::from(2);
+                }
+                Some(Ok(s)) => Some(s),
+                None => None,
+            };
+            let known = match &known_failures {
+                Some(path) => match std::fs::read_to_string(path) {
+                    Ok(t) => conform::select::parse_known_failures(&t),
+                    Err(e) => {
+                        eprintln!("procroute: --known-failures {}: {e}", path.display());
+                        return ExitCode::from(2);
+                    }
+                },
+                None => Vec::new(),
+            };
+            let selection = conform::select::Selection { only, skip, shard };
             let (program, args, with_laws) = match &implementation {
                 Some(cmd) => ("sh".to_owned(), vec!["-c".to_owned(), cmd.clone()], false),
                 None => match std::env::current_exe() {
@@ -99,6 +139,7 @@ fn main() -> ExitCode {
                 Config { seed, cases },
                 timeout,
                 with_laws,
+                &selection,
             ) {
                 Ok(r) => r,
                 Err(e) => {
@@ -118,12 +159,18 @@ fn main() -> ExitCode {
                     String::new()
                 }
             );
+            let mut report = report;
+            let now_passing = conform::select::apply_known_failures(&mut report.outcomes, &known);
             let text = match format {
                 Format::Text => report.render_text(&who),
+                Format::Markdown => report.render_markdown(&who),
                 Format::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
             };
             print!("{text}");
-            if report.failed() == 0 {
+            for id in &now_passing {
+                eprintln!("procroute: known failure {id} now passes: remove it from the list");
+            }
+            if report.unexpected() == 0 && now_passing.is_empty() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE

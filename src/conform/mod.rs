@@ -9,6 +9,7 @@ pub mod laws;
 pub mod protocol;
 pub mod report;
 pub mod runner;
+pub mod select;
 pub mod vectors;
 
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,9 @@ pub struct Outcome {
     /// Why the case was not run (the implementation cannot express it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// Listed in `--known-failures` and failing as expected.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expected_failure: bool,
 }
 
 impl Outcome {
@@ -39,6 +43,7 @@ impl Outcome {
             passed: true,
             detail: None,
             skipped: None,
+            expected_failure: false,
         }
     }
 
@@ -89,12 +94,22 @@ pub fn run_protocol(
     config: Config,
     timeout: std::time::Duration,
     with_laws: bool,
+    selection: &select::Selection,
 ) -> Result<(Report, protocol::Started, u32), String> {
     let file = vectors::KeyVectors::builtin().map_err(|e| e.to_string())?;
-    let (started, mut outcomes, restarts) =
-        runner::run_vectors(program, args, &file.vectors, timeout)?;
+    let chosen: Vec<vectors::Vector> = file
+        .vectors
+        .iter()
+        .filter(|v| selection.wants(&v.id))
+        .cloned()
+        .collect();
+    let (started, mut outcomes, restarts) = runner::run_vectors(program, args, &chosen, timeout)?;
     if with_laws {
-        outcomes.extend(laws::run(config));
+        outcomes.extend(
+            laws::run(config)
+                .into_iter()
+                .filter(|o| selection.wants(&o.id)),
+        );
     }
     Ok((
         Report::new(file.suite_version.clone(), outcomes),

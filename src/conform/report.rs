@@ -39,6 +39,52 @@ impl Report {
         self.outcomes.iter().filter(|o| !o.passed).count()
     }
 
+    /// Failures not listed as known: these make the exit status non-zero.
+    pub fn unexpected(&self) -> usize {
+        self.outcomes
+            .iter()
+            .filter(|o| !o.passed && !o.expected_failure)
+            .count()
+    }
+
+    /// A pull-request comment: per-rule table and the failures.
+    pub fn render_markdown(&self, implementation: &str) -> String {
+        let mut out = format!(
+            "### procroute conform — suite {} against {}\n\n| rule | passed | failed | skipped |\n|---|---:|---:|---:|\n",
+            self.suite_version, implementation
+        );
+        for (rule, t) in self.by_rule() {
+            let _ = writeln!(
+                out,
+                "| {rule} | {} | {} | {} |",
+                t.passed, t.failed, t.skipped
+            );
+        }
+        let failures: Vec<&Outcome> = self.outcomes.iter().filter(|o| !o.passed).collect();
+        if !failures.is_empty() {
+            out.push_str("\n<details><summary>failures</summary>\n\n");
+            for o in failures.iter().take(100) {
+                let _ = writeln!(
+                    out,
+                    "- `{}` [{}]{}: {}",
+                    o.id,
+                    o.rules.join(", "),
+                    if o.expected_failure { " (known)" } else { "" },
+                    o.detail.as_deref().unwrap_or("").replace('\n', " ")
+                );
+            }
+            out.push_str("\n</details>\n");
+        }
+        let _ = writeln!(
+            out,
+            "\n{} passed, {} failed, {} skipped",
+            self.passed(),
+            self.failed(),
+            self.skipped()
+        );
+        out
+    }
+
     pub fn skipped(&self) -> usize {
         self.outcomes.iter().filter(|o| o.skipped.is_some()).count()
     }
@@ -90,8 +136,13 @@ impl Report {
             for o in failures.iter().take(50) {
                 let _ = writeln!(
                     out,
-                    "  {} [{}]: {}",
+                    "  {}{} [{}]: {}",
                     o.id,
+                    if o.expected_failure {
+                        " (known failure)"
+                    } else {
+                        ""
+                    },
                     o.rules.join(", "),
                     o.detail.as_deref().unwrap_or("")
                 );
