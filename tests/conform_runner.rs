@@ -124,3 +124,28 @@ fn p1_the_builtin_harness_passes_every_vector_over_the_protocol() {
     let failed: Vec<_> = out.iter().filter(|o| !o.passed).collect();
     assert!(failed.is_empty(), "{failed:?}");
 }
+
+/// Generated traces over the protocol pass on the built-in harness, and
+/// every one is judged on the model's invariants.
+#[test]
+fn p8_generated_traces_pass_on_the_builtin_harness() {
+    let exe = env!("CARGO_BIN_EXE_procroute");
+    let cfg = runner::TraceRun {
+        seed: 11,
+        cases: 100,
+        max_steps: 32,
+        save_dir: None,
+        max_shrink_runs: 100,
+    };
+    let out = runner::run_traces(
+        exe,
+        &["harness".to_owned()],
+        &cfg,
+        Duration::from_secs(10),
+        |_| true,
+    )
+    .expect("runs");
+    assert_eq!(out.len(), 100);
+    let failed: Vec<_> = out.iter().filter(|o| !o.passed).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+}

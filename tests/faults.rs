@@ -125,3 +125,47 @@ fn without_a_fault_the_suite_passes() {
         })
         .expect("clean router passes");
 }
+
+/// The same faults, found by the conformance runner across the process
+/// boundary (`procroute harness --fault …`), shrunk through the harness.
+#[test]
+fn faults_are_found_and_shrunk_over_the_protocol() {
+    use procroute::conform::runner;
+    let exe = env!("CARGO_BIN_EXE_procroute");
+    for fault in [
+        "foreground_routing",
+        "adapter_failure_drops",
+        "checkpoint_before_routing",
+    ] {
+        let dir =
+            std::env::temp_dir().join(format!("procroute-faults-{}-{fault}", std::process::id()));
+        let cfg = runner::TraceRun {
+            seed: 5,
+            cases: 200,
+            max_steps: 32,
+            save_dir: Some(dir.clone()),
+            max_shrink_runs: 300,
+        };
+        let args = vec!["harness".to_owned(), "--fault".to_owned(), fault.to_owned()];
+        let out = runner::run_traces(exe, &args, &cfg, std::time::Duration::from_secs(10), |_| {
+            true
+        })
+        .expect("runs");
+        let failed: Vec<_> = out.iter().filter(|o| !o.passed).collect();
+        assert!(!failed.is_empty(), "{fault} not found over the protocol");
+        let d = failed[0].detail.as_deref().unwrap_or("");
+        let steps: usize = d
+            .split("shrunk to ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .expect("shrunk length reported");
+        assert!(steps <= 6, "{fault}: shrunk only to {steps} steps: {d}");
+        assert!(d.contains("saved"), "{d}");
+        println!(
+            "{fault}: {} of 200 traces failed; first shrunk to {steps} steps",
+            failed.len()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -39,6 +39,16 @@ enum Command {
         /// Generated origins per law.
         #[arg(long, default_value_t = 2000)]
         cases: usize,
+        /// Generated traces run through the harness and judged against the
+        /// reference model.
+        #[arg(long, default_value_t = 300)]
+        traces: usize,
+        /// Longest generated trace, in steps (before quiescence).
+        #[arg(long, default_value_t = 32)]
+        max_steps: usize,
+        /// Where shrunk failing traces are saved as JSON.
+        #[arg(long, default_value = "target/procroute-conform")]
+        save: std::path::PathBuf,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         /// Run only cases whose stable id matches (repeatable; `*` globs).
@@ -57,7 +67,11 @@ enum Command {
     },
     /// Serve the harness protocol on stdin/stdout with the built-in
     /// implementation.
-    Harness,
+    Harness {
+        /// Test builds only (feature `faults`): reintroduce a historical bug.
+        #[arg(long)]
+        fault: Option<String>,
+    },
     /// Print generated origins × policies with both dialects' keys as JSON
     /// lines (the input of the hermes-agent differential check).
     KeysCorpus {
@@ -79,9 +93,26 @@ enum Format {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Harness => {
+        Command::Harness { fault } => {
+            #[allow(unused_mut)]
+            let mut config = procroute::gateway::Config::default();
+            if let Some(name) = fault {
+                #[cfg(feature = "faults")]
+                match serde_json::from_value::<procroute::fault::Fault>(serde_json::json!(name)) {
+                    Ok(f) => config.fault = Some(f),
+                    Err(e) => {
+                        eprintln!("procroute harness: --fault {name}: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+                #[cfg(not(feature = "faults"))]
+                {
+                    eprintln!("procroute harness: --fault {name}: this build has no fault switch");
+                    return ExitCode::from(2);
+                }
+            }
             let stdin = io::stdin();
-            match conform::harness::serve(stdin.lock(), io::stdout().lock()) {
+            match conform::harness::serve_with(stdin.lock(), io::stdout().lock(), config) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("procroute harness: {e}");
@@ -94,6 +125,9 @@ fn main() -> ExitCode {
             timeout_ms,
             seed,
             cases,
+            traces,
+            max_steps,
+            save,
             format,
             only,
             skip,
@@ -140,6 +174,13 @@ fn main() -> ExitCode {
                 timeout,
                 with_laws,
                 &selection,
+                &conform::runner::TraceRun {
+                    seed,
+                    cases: traces,
+                    max_steps,
+                    save_dir: Some(save),
+                    max_shrink_runs: 500,
+                },
             ) {
                 Ok(r) => r,
                 Err(e) => {

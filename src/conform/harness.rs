@@ -12,7 +12,16 @@ use super::protocol::{
 use super::vectors::{self, Case};
 
 /// Serves the protocol until `stop` or end of input.
-pub fn serve(input: impl BufRead, mut output: impl Write) -> io::Result<()> {
+pub fn serve(input: impl BufRead, output: impl Write) -> io::Result<()> {
+    serve_with(input, output, crate::gateway::Config::default())
+}
+
+/// [`serve`] with a gateway configuration for trace cases.
+pub fn serve_with(
+    input: impl BufRead,
+    mut output: impl Write,
+    config: crate::gateway::Config,
+) -> io::Result<()> {
     for line in input.lines() {
         let line = line?;
         if line.trim().is_empty() {
@@ -39,7 +48,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> io::Result<()> {
                 })
                 .unwrap_or(Value::Null),
                 Ok(Command::Run { seq, case }) => {
-                    serde_json::to_value(run(seq, case)).unwrap_or(Value::Null)
+                    serde_json::to_value(run(seq, case, &config)).unwrap_or(Value::Null)
                 }
             }
         };
@@ -49,7 +58,31 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> io::Result<()> {
     Ok(())
 }
 
-fn run(seq: u64, mut case: Value) -> RunReply {
+fn run(seq: u64, mut case: Value, config: &crate::gateway::Config) -> RunReply {
+    if case.get("op").and_then(Value::as_str) == Some("trace") {
+        let answer = case
+            .get("trace")
+            .cloned()
+            .ok_or_else(|| "trace case without a trace".to_owned())
+            .and_then(|t| {
+                serde_json::from_value::<super::trace::Trace>(t).map_err(|e| e.to_string())
+            })
+            .and_then(|t| super::trace::execute_with(&t, config.clone()));
+        return match answer {
+            Ok(r) => RunReply {
+                seq,
+                result: Some(json!({ "trace": r })),
+                skipped: None,
+                errored: None,
+            },
+            Err(e) => RunReply {
+                seq,
+                result: None,
+                skipped: None,
+                errored: Some(e),
+            },
+        };
+    }
     // The runner never sends expectations; add an empty one so the case
     // deserialises with the vector types.
     if let Some(obj) = case.as_object_mut() {

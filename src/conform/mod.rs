@@ -10,6 +10,7 @@ pub mod protocol;
 pub mod report;
 pub mod runner;
 pub mod select;
+pub mod trace;
 pub mod vectors;
 
 use serde::{Deserialize, Serialize};
@@ -95,6 +96,7 @@ pub fn run_protocol(
     timeout: std::time::Duration,
     with_laws: bool,
     selection: &select::Selection,
+    traces: &runner::TraceRun,
 ) -> Result<(Report, protocol::Started, u32), String> {
     let file = vectors::KeyVectors::builtin().map_err(|e| e.to_string())?;
     let chosen: Vec<vectors::Vector> = file
@@ -104,6 +106,11 @@ pub fn run_protocol(
         .cloned()
         .collect();
     let (started, mut outcomes, restarts) = runner::run_vectors(program, args, &chosen, timeout)?;
+    if traces.cases > 0 {
+        outcomes.extend(runner::run_traces(program, args, traces, timeout, |id| {
+            selection.wants(id)
+        })?);
+    }
     if with_laws {
         outcomes.extend(
             laws::run(config)

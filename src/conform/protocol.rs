@@ -60,10 +60,11 @@ pub struct RunReply {
 }
 
 /// The operations of protocol version 1.
-pub const OPERATIONS: [&str; 5] = [
+pub const OPERATIONS: [&str; 6] = [
     "hermes_build",
     "canonical_build",
     "canonical_parse",
     "hermes_parse",
     "origin",
+    "trace",
 ];

@@ -244,3 +244,132 @@ pub fn run_vectors(
     h.stop();
     Ok((started, out, restarts))
 }
+
+/// What the generated-trace phase does.
+#[derive(Debug, Clone)]
+pub struct TraceRun {
+    pub seed: u64,
+    pub cases: usize,
+    pub max_steps: usize,
+    /// Where shrunk counterexamples are written as JSON.
+    pub save_dir: Option<std::path::PathBuf>,
+    pub max_shrink_runs: usize,
+}
+
+const TRACE_RULES: [&str; 6] = ["INV-1", "INV-2", "INV-3", "INV-4", "INV-5", "INV-7"];
+
+fn run_trace_case(
+    h: &mut Harness,
+    seq: u64,
+    trace: &super::trace::Trace,
+    timeout: Duration,
+) -> Result<super::trace::TraceResult, String> {
+    let cmd = Command::Run {
+        seq,
+        case: json!({"op": "trace", "trace": trace}),
+    };
+    let reply = h.request(&cmd, timeout).map_err(|f| f.to_string())?;
+    let r: RunReply =
+        serde_json::from_value(reply.clone()).map_err(|e| format!("bad reply {reply}: {e}"))?;
+    if let Some(e) = r.errored {
+        return Err(format!("errored: {e}"));
+    }
+    let result = r
+        .result
+        .and_then(|v| v.get("trace").cloned())
+        .ok_or_else(|| format!("no trace result in {reply}"))?;
+    serde_json::from_value(result).map_err(|e| format!("bad trace result: {e}"))
+}
+
+/// Generated traces through a harness, judged against the model; every
+/// failing trace is shrunk by re-running candidates through the harness.
+pub fn run_traces(
+    program: &str,
+    args: &[String],
+    cfg: &TraceRun,
+    timeout: Duration,
+    wants: impl Fn(&str) -> bool,
+) -> Result<Vec<Outcome>, String> {
+    use super::trace::{generate, judge, quiescence, shrink};
+    let mut h = Harness::spawn(program, args)?;
+    let started = h.start(timeout)?;
+    let mut out = Vec::new();
+    if !started.operations.iter().any(|o| o == "trace") {
+        let why = started
+            .unsupported
+            .get("trace")
+            .cloned()
+            .unwrap_or_else(|| "operation trace not supported".into());
+        out.push(Outcome::skip(
+            format!("gen/{}/*", cfg.seed),
+            &TRACE_RULES,
+            why,
+        ));
+        h.stop();
+        return Ok(out);
+    }
+    let mut seq = 1_000_000u64;
+    for n in 0..cfg.cases {
+        let id = format!("gen/{}/{n}", cfg.seed);
+        if !wants(&id) {
+            continue;
+        }
+        let trace = generate(
+            cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64),
+            cfg.max_steps,
+        );
+        seq += 1;
+        let result = match run_trace_case(&mut h, seq, &trace, timeout) {
+            Ok(r) => r,
+            Err(e) => {
+                out.push(Outcome::errored(id, &TRACE_RULES, e));
+                h.restart(timeout)?;
+                continue;
+            }
+        };
+        let violations = judge(&trace, &result);
+        let Some(first) = violations.first().cloned() else {
+            out.push(Outcome::pass(id, &TRACE_RULES));
+            continue;
+        };
+        let suffix = quiescence(trace.threads.len()).len();
+        let (small, runs) = shrink(&trace, suffix, cfg.max_shrink_runs, |cand| {
+            seq += 1;
+            run_trace_case(&mut h, seq, cand, timeout)
+                .map(|r| judge(cand, &r).iter().any(|v| v.rule == first.rule))
+                .unwrap_or(false)
+        });
+        let steps = small.ops.len() - suffix;
+        let mut detail = format!(
+            "{} (shrunk to {steps} step(s) in {runs} harness run(s))",
+            first.detail
+        );
+        if let Some(dir) = &cfg.save_dir {
+            let name = format!("gen-{}-{n}.json", cfg.seed);
+            let doc = json!({
+                "suite_version": crate::SUITE_VERSION,
+                "id": id,
+                "rules": [first.rule],
+                "implementation": started.implementation,
+                "violation": first.detail,
+                "trace": small,
+            });
+            let path = dir.join(name);
+            if std::fs::create_dir_all(dir)
+                .and_then(|()| {
+                    std::fs::write(
+                        &path,
+                        serde_json::to_string_pretty(&doc).unwrap_or_default(),
+                    )
+                })
+                .is_ok()
+            {
+                detail.push_str(&format!("; saved {}", path.display()));
+            }
+        }
+        let rules: Vec<&str> = vec![first.rule.as_str()];
+        out.push(Outcome::check(id, &rules, Some(detail)));
+    }
+    h.stop();
+    Ok(out)
+}

@@ -1,0 +1,548 @@
+//! Trace cases over the protocol (`op: "trace"`): generated interleavings
+//! that any implementation can run, judged against the reference model.
+//!
+//! A trace names threads by index and processes by id, so it is language
+//! neutral. The harness executes it and reports what it delivered and
+//! dead-lettered; [`judge`] checks INV-1..INV-5 and INV-7 from that alone.
+//! [`shrink`] minimises a failing trace by re-running candidates through
+//! the harness — across the process boundary.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::delivery::NotificationId;
+use crate::gateway::{Config, FileKind, Gateway, Input, Output};
+use crate::gen::{self, Rng};
+use crate::origin::{Origin, RawOrigin};
+use crate::registry::{Completion, RunId};
+use crate::router::Destination;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceOp {
+    Message {
+        thread: usize,
+    },
+    TurnStart {
+        thread: usize,
+    },
+    TurnEnd {
+        thread: usize,
+    },
+    Reset {
+        thread: usize,
+    },
+    Spawn {
+        thread: usize,
+        process: String,
+        watch: Vec<String>,
+        notify: bool,
+    },
+    Output {
+        process: String,
+        text: String,
+    },
+    Exit {
+        process: String,
+        code: i32,
+    },
+    Kill {
+        process: String,
+    },
+    Advance {
+        ms: u64,
+    },
+    Adapter {
+        up: bool,
+    },
+    Restart {
+        survive: bool,
+    },
+    Shutdown,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trace {
+    pub threads: Vec<RawOrigin>,
+    pub ops: Vec<TraceOp>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observed {
+    pub step: usize,
+    pub destination: Destination,
+    /// The process the notification is about (`None` for shutdown notices).
+    pub process: Option<String>,
+    /// `watch_match`, `watch_disabled`, `completion` or `shutdown`.
+    pub kind: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceResult {
+    pub deliveries: Vec<Observed>,
+    pub dead_letters: Vec<Observed>,
+}
+
+/// The quiescence suffix every trace ends with (adapters up, turns over,
+/// time passes).
+pub fn quiescence(threads: usize) -> Vec<TraceOp> {
+    let mut ops = vec![TraceOp::Adapter { up: true }];
+    ops.extend((0..threads).map(|thread| TraceOp::TurnEnd { thread }));
+    ops.extend((0..12).map(|_| TraceOp::Advance { ms: 61_000 }));
+    ops
+}
+
+fn kind_of(id: &NotificationId, text: &str) -> &'static str {
+    match id {
+        NotificationId::Shutdown { .. } => "shutdown",
+        _ if text.contains("matched watch pattern") => "watch_match",
+        _ if text.contains("watch patterns disabled") => "watch_disabled",
+        _ => "completion",
+    }
+}
+
+/// The built-in implementation's execution of a trace (the harness side).
+pub fn execute(trace: &Trace) -> Result<TraceResult, String> {
+    execute_with(trace, Config::default())
+}
+
+/// [`execute`] with a gateway configuration (tests use it to switch on a
+/// fault, feature `faults`).
+pub fn execute_with(trace: &Trace, config: Config) -> Result<TraceResult, String> {
+    let threads: Vec<Origin> = trace
+        .threads
+        .iter()
+        .map(|r| Origin::try_from(r.clone()).map_err(|e| format!("thread: {e}")))
+        .collect::<Result<_, _>>()?;
+    if threads.is_empty() {
+        return Err("a trace needs at least one thread".into());
+    }
+    let mut x = Exec {
+        config: config.clone(),
+        g: Gateway::new(config),
+        files: BTreeMap::new(),
+        now: 0,
+        up: true,
+        runs: BTreeMap::new(),
+        pids: BTreeMap::new(),
+        result: TraceResult::default(),
+        step: 0,
+    };
+    for (step, op) in trace.ops.iter().enumerate() {
+        x.step = step;
+        let origin = |i: usize| {
+            threads
+                .get(i)
+                .cloned()
+                .ok_or_else(|| format!("step {step}: no thread {i}"))
+        };
+        match op {
+            TraceOp::Message { thread } => x.feed(Input::Message {
+                origin: origin(*thread)?,
+            }),
+            TraceOp::TurnStart { thread } => x.feed(Input::TurnStarted {
+                origin: origin(*thread)?,
+            }),
+            TraceOp::TurnEnd { thread } => x.feed(Input::TurnEnded {
+                origin: origin(*thread)?,
+            }),
+            TraceOp::Reset { thread } => x.feed(Input::Reset {
+                origin: origin(*thread)?,
+            }),
+            TraceOp::Spawn {
+                thread,
+                process,
+                watch,
+                notify,
+            } => {
+                let out = x.feed_collect(Input::Spawn {
+                    origin: origin(*thread)?,
+                    process_id: process.clone(),
+                    command: format!("job {process}"),
+                    watch_patterns: watch.clone(),
+                    notify_on_exit: *notify,
+                });
+                if let Some(run) = out.iter().find_map(|o| match o {
+                    Output::Spawned { run, .. } => Some(*run),
+                    _ => None,
+                }) {
+                    x.runs.insert(process.clone(), run);
+                    x.pids.insert(run, process.clone());
+                }
+            }
+            TraceOp::Output { process, text } => {
+                if let Some(run) = x.runs.get(process).copied() {
+                    x.feed(Input::Output {
+                        run,
+                        chunk: text.clone(),
+                    });
+                }
+            }
+            TraceOp::Exit { process, code } => {
+                if let Some(run) = x.runs.get(process).copied() {
+                    x.feed(Input::Finished {
+                        run,
+                        completion: Completion::Exited { code: *code },
+                    });
+                }
+            }
+            TraceOp::Kill { process } => {
+                if let Some(run) = x.runs.get(process).copied() {
+                    x.feed(Input::Finished {
+                        run,
+                        completion: Completion::Killed,
+                    });
+                }
+            }
+            TraceOp::Advance { ms } => {
+                x.now += ms;
+                x.feed(Input::Tick);
+            }
+            TraceOp::Adapter { up } => {
+                x.up = *up;
+                x.feed(Input::Tick);
+            }
+            TraceOp::Restart { survive } => {
+                let f = |k| x.files.get(&k).cloned();
+                let (s, c, d) = (f(0u8), f(1u8), f(2u8));
+                let survive = *survive;
+                let (g, out) = Gateway::recover(
+                    x.config.clone(),
+                    s.as_deref(),
+                    c.as_deref(),
+                    d.as_deref(),
+                    x.now,
+                    |_, _| survive,
+                )
+                .map_err(|e| format!("step {step}: recovery failed: {e:?}"))?;
+                x.g = g;
+                x.absorb(out);
+            }
+            TraceOp::Shutdown => x.feed(Input::Shutdown),
+        }
+    }
+    for d in x.g.delivery().dead_letters() {
+        let n = &d.notification;
+        x.result.dead_letters.push(Observed {
+            step: trace.ops.len(),
+            destination: n.destination.clone(),
+            process: x.process_of(&n.id),
+            kind: kind_of(&n.id, &n.text).to_owned(),
+            text: n.text.clone(),
+        });
+    }
+    Ok(x.result)
+}
+
+struct Exec {
+    config: Config,
+    g: Gateway,
+    files: BTreeMap<u8, Vec<u8>>,
+    now: u64,
+    up: bool,
+    runs: BTreeMap<String, RunId>,
+    pids: BTreeMap<RunId, String>,
+    result: TraceResult,
+    step: usize,
+}
+
+impl Exec {
+    fn process_of(&self, id: &NotificationId) -> Option<String> {
+        match id {
+            NotificationId::Process { run, .. } => self.pids.get(run).cloned(),
+            NotificationId::Shutdown { .. } => None,
+        }
+    }
+
+    fn feed(&mut self, input: Input) {
+        let _ = self.feed_collect(input);
+    }
+
+    fn feed_collect(&mut self, input: Input) -> Vec<Output> {
+        let out = self.g.handle(self.now, input);
+        self.absorb(out.clone());
+        out
+    }
+
+    fn absorb(&mut self, outs: Vec<Output>) {
+        let mut work = outs;
+        while !work.is_empty() {
+            let mut next = Vec::new();
+            for o in work {
+                match o {
+                    Output::Persist { file, bytes } => {
+                        let k = match file {
+                            FileKind::Store => 0,
+                            FileKind::Checkpoint => 1,
+                            FileKind::Delivery => 2,
+                        };
+                        self.files.insert(k, bytes);
+                    }
+                    Output::Send(n) => {
+                        let error = if self.up {
+                            self.result.deliveries.push(Observed {
+                                step: self.step,
+                                destination: n.destination.clone(),
+                                process: self.process_of(&n.id),
+                                kind: kind_of(&n.id, &n.text).to_owned(),
+                                text: n.text.clone(),
+                            });
+                            None
+                        } else {
+                            Some("adapter down".to_owned())
+                        };
+                        next.extend(self.g.handle(self.now, Input::Sent { id: n.id, error }));
+                    }
+                    _ => {}
+                }
+            }
+            work = next;
+        }
+    }
+}
+
+/// A violated invariant, with the rule id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    pub rule: String,
+    pub detail: String,
+}
+
+/// Judges a harness's result for `trace` against the reference model.
+pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
+    let mut v = Vec::new();
+    let mut bad = |rule: &str, detail: String| {
+        v.push(Violation {
+            rule: rule.to_owned(),
+            detail,
+        })
+    };
+    let mut model = crate::model::Model::new();
+    let mut run_of: BTreeMap<String, u64> = BTreeMap::new();
+    let mut running: BTreeSet<String> = BTreeSet::new();
+    let thread = |i: usize| {
+        trace.threads.get(i).map(|o| crate::model::Thread {
+            platform: o.platform.clone(),
+            chat_type: o.chat_type.clone(),
+            chat: o.chat_id.clone(),
+            thread: o.thread_id.clone(),
+        })
+    };
+    for op in &trace.ops {
+        match op {
+            TraceOp::Spawn {
+                thread: t,
+                process,
+                watch,
+                notify,
+            } => {
+                if let Some(home) = thread(*t) {
+                    let run = model.spawn(home, process, *notify, !watch.is_empty());
+                    run_of.insert(process.clone(), run);
+                    running.insert(process.clone());
+                }
+            }
+            TraceOp::Output { process, text } if running.contains(process) => {
+                if let Some(run) = run_of.get(process) {
+                    model.output(*run, text);
+                }
+            }
+            TraceOp::Exit { process, .. } | TraceOp::Kill { process }
+                if running.remove(process) =>
+            {
+                model.finish(run_of[process]);
+            }
+            TraceOp::Restart { survive: false } => {
+                for p in std::mem::take(&mut running) {
+                    model.finish(run_of[&p]);
+                }
+            }
+            _ => {}
+        }
+    }
+    let same = |d: &Destination, t: &crate::model::Thread| {
+        d.platform.as_str() == t.platform
+            && d.chat_type.as_str() == t.chat_type
+            && d.chat_id.as_str() == t.chat
+            && d.thread_id.as_ref().map(|x| x.as_str()) == t.thread.as_deref()
+    };
+    let mut seen = BTreeSet::new();
+    let mut last_step: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in &result.deliveries {
+        let Some(p) = d.process.as_deref() else {
+            continue;
+        };
+        let Some(run) = run_of.get(p) else {
+            bad("INV-1", format!("delivery about unknown process {p:?}"));
+            continue;
+        };
+        let home = model.home(*run).expect("spawned").clone();
+        if !same(&d.destination, &home) {
+            bad(
+                "INV-1",
+                format!(
+                    "{p} {} went to {:?}, home {:?}",
+                    d.kind, d.destination, home
+                ),
+            );
+        }
+        // NO-BLEED: every output token in the text belongs to this process.
+        for word in d.text.split(|c: char| !c.is_ascii_alphanumeric()) {
+            if let Some((_, owner)) = word.strip_prefix("tok").and_then(|w| w.split_once("of")) {
+                if owner != p {
+                    bad(
+                        "INV-2",
+                        format!("output of {owner} in a notification about {p}"),
+                    );
+                }
+            }
+        }
+        if !seen.insert((p, d.kind.as_str(), d.text.as_str())) {
+            bad("INV-3", format!("{p} {} delivered twice", d.kind));
+        }
+        if let Some(prev) = last_step.insert(p, d.step) {
+            if d.step < prev {
+                bad(
+                    "INV-5",
+                    format!(
+                        "{p}: a notification of step {} after one of step {prev}",
+                        d.step
+                    ),
+                );
+            }
+        }
+    }
+    let completed = |p: &str| {
+        result
+            .deliveries
+            .iter()
+            .chain(&result.dead_letters)
+            .any(|d| d.process.as_deref() == Some(p) && d.kind == "completion")
+    };
+    for (_, r) in model.promised_completions() {
+        if !completed(&r.process_id) {
+            bad(
+                "INV-4",
+                format!(
+                    "completion of {} never delivered nor dead-lettered",
+                    r.process_id
+                ),
+            );
+        }
+    }
+    for r in model.runs.values() {
+        if !(r.finished && (r.notify_on_exit || r.watches)) && completed(&r.process_id) {
+            bad(
+                "INV-7",
+                format!("completion of {} was never promised", r.process_id),
+            );
+        }
+    }
+    v
+}
+
+/// A generated trace: threads from the shared nasty-id generators, unique
+/// process ids, the quiescence suffix appended.
+pub fn generate(seed: u64, max_steps: usize) -> Trace {
+    let mut rng = Rng::new(seed);
+    let threads: Vec<Origin> = (0..4).map(|_| gen::origin(&mut rng)).collect();
+    let n = threads.len();
+    let mut ops = Vec::new();
+    let mut procs: Vec<String> = Vec::new();
+    let mut tokens = 0;
+    for _ in 0..1 + rng.below(max_steps.max(1)) {
+        let t = rng.below(n);
+        let op = match rng.below(14) {
+            0 | 1 => TraceOp::Message { thread: t },
+            2 => TraceOp::TurnStart { thread: t },
+            3 => TraceOp::TurnEnd { thread: t },
+            4 => TraceOp::Reset { thread: t },
+            5 | 6 => {
+                let process = format!("p{}", procs.len() + 1);
+                procs.push(process.clone());
+                TraceOp::Spawn {
+                    thread: t,
+                    process,
+                    watch: if rng.chance(50) {
+                        vec!["MATCH".into()]
+                    } else {
+                        vec![]
+                    },
+                    notify: rng.chance(70),
+                }
+            }
+            7 | 8 if !procs.is_empty() => {
+                tokens += 1;
+                let process = rng.pick(&procs).clone();
+                let hit = if rng.chance(50) { " MATCH" } else { "" };
+                TraceOp::Output {
+                    text: format!("tok{tokens}of{process}{hit}\n"),
+                    process,
+                }
+            }
+            9 if !procs.is_empty() => TraceOp::Exit {
+                process: rng.pick(&procs).clone(),
+                code: rng.below(3) as i32,
+            },
+            10 if !procs.is_empty() => TraceOp::Kill {
+                process: rng.pick(&procs).clone(),
+            },
+            11 => TraceOp::Advance {
+                ms: *rng.pick(&[1_000, 16_000, 120_000]),
+            },
+            12 => TraceOp::Adapter { up: rng.chance(50) },
+            13 => TraceOp::Restart {
+                survive: rng.chance(50),
+            },
+            _ => TraceOp::Advance { ms: 1_000 },
+        };
+        ops.push(op);
+    }
+    ops.extend(quiescence(n));
+    Trace {
+        threads: threads.into_iter().map(RawOrigin::from).collect(),
+        ops,
+    }
+}
+
+/// Greedy minimisation: drop one operation at a time (a spawn together with
+/// everything that mentions its process), keep the drop while `still_fails`
+/// says the trace still breaks `rule`. Bounded by `max_attempts` runs.
+pub fn shrink(
+    trace: &Trace,
+    keep_suffix: usize,
+    max_attempts: usize,
+    mut still_fails: impl FnMut(&Trace) -> bool,
+) -> (Trace, usize) {
+    let mut best = trace.clone();
+    let mut attempts = 0;
+    let mut changed = true;
+    while changed && attempts < max_attempts {
+        changed = false;
+        let body = best.ops.len().saturating_sub(keep_suffix);
+        for i in (0..body).rev() {
+            if attempts >= max_attempts {
+                break;
+            }
+            let mut cand = best.clone();
+            let removed = cand.ops.remove(i);
+            if let TraceOp::Spawn { process, .. } = &removed {
+                cand.ops.retain(|o| match o {
+                    TraceOp::Output { process: p, .. }
+                    | TraceOp::Exit { process: p, .. }
+                    | TraceOp::Kill { process: p } => p != process,
+                    _ => true,
+                });
+            }
+            attempts += 1;
+            if still_fails(&cand) {
+                best = cand;
+                changed = true;
+                break;
+            }
+        }
+    }
+    (best, attempts)
+}
