@@ -136,6 +136,7 @@ fn p8_generated_traces_pass_on_the_builtin_harness() {
         max_steps: 32,
         save_dir: None,
         max_shrink_runs: 100,
+        svg: None,
     };
     let out = runner::run_traces(
         exe,

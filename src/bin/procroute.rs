@@ -49,6 +49,9 @@ enum Command {
         /// Where shrunk failing traces are saved as JSON.
         #[arg(long, default_value = "target/procroute-conform")]
         save: std::path::PathBuf,
+        /// Write the first failing trace's swimlane timeline here (SVG).
+        #[arg(long)]
+        svg: Option<std::path::PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         /// Run only cases whose stable id matches (repeatable; `*` globs).
@@ -128,6 +131,7 @@ fn main() -> ExitCode {
             traces,
             max_steps,
             save,
+            svg,
             format,
             only,
             skip,
@@ -180,6 +184,7 @@ fn main() -> ExitCode {
                     max_steps,
                     save_dir: Some(save),
                     max_shrink_runs: 500,
+                    svg,
                 },
             ) {
                 Ok(r) => r,

@@ -7,6 +7,7 @@
 pub mod harness;
 pub mod laws;
 pub mod protocol;
+pub mod render;
 pub mod report;
 pub mod runner;
 pub mod select;

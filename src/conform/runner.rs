@@ -254,6 +254,8 @@ pub struct TraceRun {
     /// Where shrunk counterexamples are written as JSON.
     pub save_dir: Option<std::path::PathBuf>,
     pub max_shrink_runs: usize,
+    /// Write the first failing trace's timeline here as SVG.
+    pub svg: Option<std::path::PathBuf>,
 }
 
 const TRACE_RULES: [&str; 6] = ["INV-1", "INV-2", "INV-3", "INV-4", "INV-5", "INV-7"];
@@ -309,6 +311,7 @@ pub fn run_traces(
         return Ok(out);
     }
     let mut seq = 1_000_000u64;
+    let mut wrote_svg = false;
     for n in 0..cfg.cases {
         let id = format!("gen/{}/{n}", cfg.seed);
         if !wants(&id) {
@@ -340,10 +343,19 @@ pub fn run_traces(
                 .unwrap_or(false)
         });
         let steps = small.ops.len() - suffix;
+        seq += 1;
+        let small_result = run_trace_case(&mut h, seq, &small, timeout).unwrap_or_default();
         let mut detail = format!(
             "{} (shrunk to {steps} step(s) in {runs} harness run(s))",
             first.detail
         );
+        if let Some(svg) = cfg.svg.as_ref().filter(|_| !wrote_svg) {
+            let picture = super::render::timeline_svg(&small, &small_result);
+            if std::fs::write(svg, picture).is_ok() {
+                wrote_svg = true;
+                detail.push_str(&format!("; timeline {}", svg.display()));
+            }
+        }
         if let Some(dir) = &cfg.save_dir {
             let name = format!("gen-{}-{n}.json", cfg.seed);
             let doc = json!({
@@ -367,6 +379,8 @@ pub fn run_traces(
                 detail.push_str(&format!("; saved {}", path.display()));
             }
         }
+        detail.push('\n');
+        detail.push_str(&super::render::timeline_text(&small, &small_result));
         let rules: Vec<&str> = vec![first.rule.as_str()];
         out.push(Outcome::check(id, &rules, Some(detail)));
     }

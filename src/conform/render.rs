@@ -1,0 +1,202 @@
+//! Rendering a trace and what an implementation did with it: a swimlane
+//! timeline per thread, in text for the terminal and in SVG for a bug
+//! report. A notification that landed away from its process's home is
+//! marked (`!!` / red), with the home lane named.
+
+use std::fmt::Write as _;
+
+use super::trace::{Trace, TraceOp, TraceResult};
+use crate::router::Destination;
+
+fn lane_of(trace: &Trace, d: &Destination) -> Option<usize> {
+    trace.threads.iter().position(|t| {
+        t.platform == d.platform.as_str()
+            && t.chat_type == d.chat_type.as_str()
+            && t.chat_id == d.chat_id.as_str()
+            && t.thread_id.as_deref() == d.thread_id.as_ref().map(|x| x.as_str())
+    })
+}
+
+fn home_of(trace: &Trace, process: &str) -> Option<usize> {
+    trace.ops.iter().find_map(|o| match o {
+        TraceOp::Spawn {
+            thread, process: p, ..
+        } if p == process => Some(*thread),
+        _ => None,
+    })
+}
+
+/// Which lane an operation happens in, if any.
+fn op_lane(trace: &Trace, op: &TraceOp) -> Option<usize> {
+    match op {
+        TraceOp::Message { thread }
+        | TraceOp::TurnStart { thread }
+        | TraceOp::TurnEnd { thread }
+        | TraceOp::Reset { thread }
+        | TraceOp::Spawn { thread, .. } => Some(*thread),
+        TraceOp::Output { process, .. }
+        | TraceOp::Exit { process, .. }
+        | TraceOp::Kill { process } => home_of(trace, process),
+        _ => None,
+    }
+}
+
+fn short(op: &TraceOp) -> String {
+    match op {
+        TraceOp::Message { .. } => "message".into(),
+        TraceOp::TurnStart { .. } => "turn start".into(),
+        TraceOp::TurnEnd { .. } => "turn end".into(),
+        TraceOp::Reset { .. } => "/new".into(),
+        TraceOp::Spawn {
+            process,
+            watch,
+            notify,
+            ..
+        } => format!(
+            "spawn {process}{}{}",
+            if watch.is_empty() { "" } else { " watch" },
+            if *notify { " notify" } else { "" }
+        ),
+        TraceOp::Output { process, .. } => format!("{process} output"),
+        TraceOp::Exit { process, code } => format!("{process} exit {code}"),
+        TraceOp::Kill { process } => format!("kill {process}"),
+        TraceOp::Advance { ms } => format!("+{ms} ms"),
+        TraceOp::Adapter { up } => format!("adapter {}", if *up { "up" } else { "down" }),
+        TraceOp::Restart { survive } => {
+            format!("restart{}", if *survive { "" } else { " (processes lost)" })
+        }
+        TraceOp::Shutdown => "shutdown".into(),
+    }
+}
+
+/// The text swimlane: one column per thread, one row per step, deliveries
+/// under the step that caused them.
+pub fn timeline_text(trace: &Trace, result: &TraceResult) -> String {
+    const W: usize = 22;
+    let n = trace.threads.len();
+    let mut out = String::new();
+    for (i, t) in trace.threads.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  T{i} = {} {} {:?} thread {:?}",
+            t.platform, t.chat_type, t.chat_id, t.thread_id
+        );
+    }
+    let _ = write!(out, "{:<6}", "step");
+    for i in 0..n {
+        let _ = write!(out, "{:<W$}", format!("T{i}"));
+    }
+    out.push('\n');
+    let cell = |s: &str| -> String { s.chars().take(W - 1).collect() };
+    for (step, op) in trace.ops.iter().enumerate() {
+        let mut row = format!("{step:<6}");
+        let lane = op_lane(trace, op);
+        for i in 0..n {
+            let text = if Some(i) == lane {
+                cell(&short(op))
+            } else {
+                String::new()
+            };
+            let _ = write!(row, "{text:<W$}");
+        }
+        if lane.is_none() {
+            row.push_str(&short(op));
+        }
+        out.push_str(row.trim_end());
+        out.push('\n');
+        for d in result.deliveries.iter().filter(|d| d.step == step) {
+            let got = lane_of(trace, &d.destination);
+            let home = d.process.as_deref().and_then(|p| home_of(trace, p));
+            let wrong = d.process.is_some() && home != got;
+            let label = format!(
+                "{}→ {} {}",
+                if wrong { "!! " } else { "" },
+                d.process.as_deref().unwrap_or("notice"),
+                d.kind
+            );
+            let mut row = format!("{:<6}", "");
+            for i in 0..n {
+                let text = if Some(i) == got {
+                    cell(&label)
+                } else {
+                    String::new()
+                };
+                let _ = write!(row, "{text:<W$}");
+            }
+            if got.is_none() {
+                let _ = write!(row, "{label} to an unknown thread {:?}", d.destination);
+            }
+            out.push_str(row.trim_end());
+            if wrong {
+                let _ = write!(
+                    out,
+                    "   MISROUTED: home is T{}",
+                    home.map_or("?".into(), |h| h.to_string())
+                );
+            }
+            out.push('\n');
+        }
+    }
+    for d in &result.dead_letters {
+        let _ = writeln!(
+            out,
+            "dead letter: {} {} for T{}",
+            d.process.as_deref().unwrap_or("notice"),
+            d.kind,
+            lane_of(trace, &d.destination).map_or("?".into(), |l| l.to_string())
+        );
+    }
+    out
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The same timeline as a standalone SVG picture.
+pub fn timeline_svg(trace: &Trace, result: &TraceResult) -> String {
+    let n = trace.threads.len().max(1);
+    let (lane_w, row_h, left, top) = (170usize, 18usize, 60usize, 60usize);
+    let mut rows: Vec<(usize, Option<usize>, String, &'static str)> = Vec::new();
+    for (step, op) in trace.ops.iter().enumerate() {
+        rows.push((step, op_lane(trace, op), short(op), "#333"));
+        for d in result.deliveries.iter().filter(|d| d.step == step) {
+            let got = lane_of(trace, &d.destination);
+            let home = d.process.as_deref().and_then(|p| home_of(trace, p));
+            let wrong = d.process.is_some() && home != got;
+            let label = format!("→ {} {}", d.process.as_deref().unwrap_or("notice"), d.kind);
+            rows.push((step, got, label, if wrong { "#c00" } else { "#070" }));
+        }
+    }
+    let width = left + n * lane_w + 20;
+    let height = top + rows.len() * row_h + 20;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"monospace\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    );
+    for (i, t) in trace.threads.iter().enumerate() {
+        let x = left + i * lane_w;
+        let _ = writeln!(
+            s,
+            "<line x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{height}\" stroke=\"#ccc\"/><text x=\"{}\" y=\"20\" font-weight=\"bold\">T{i}</text><text x=\"{}\" y=\"36\">{}</text>",
+            top - 10,
+            x + 4,
+            x + 4,
+            esc(&format!("{} {}", t.platform, t.thread_id.as_deref().unwrap_or(&t.chat_id)).chars().take(26).collect::<String>())
+        );
+    }
+    for (k, (step, lane, label, color)) in rows.iter().enumerate() {
+        let y = top + k * row_h + 12;
+        let _ = writeln!(s, "<text x=\"4\" y=\"{y}\" fill=\"#999\">{step}</text>");
+        let x = left + lane.unwrap_or(0) * lane_w + 4;
+        let _ = writeln!(
+            s,
+            "<text x=\"{x}\" y=\"{y}\" fill=\"{color}\">{}</text>",
+            esc(label)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
