@@ -27,6 +27,7 @@ fn run(mode: &str, n: usize) -> (Vec<Outcome>, u32) {
         &[script.to_owned(), mode.to_owned()],
         &vectors,
         Duration::from_millis(1500),
+        false,
     )
     .expect("run completes");
     assert_eq!(out.len(), vectors.len(), "every case reported");
@@ -99,6 +100,7 @@ fn p6_unsupported_operations_are_skipped_with_the_reason() {
         &[script.to_owned(), "partial".to_owned()],
         &vectors,
         Duration::from_secs(5),
+        true,
     )
     .expect("run completes");
     assert!(
@@ -117,6 +119,7 @@ fn p1_the_builtin_harness_passes_every_vector_over_the_protocol() {
         &["harness".to_owned()],
         &file.vectors,
         Duration::from_secs(10),
+        true,
     )
     .expect("run completes");
     assert_eq!(started.implementation.name, "procroute");
@@ -137,6 +140,7 @@ fn p8_generated_traces_pass_on_the_builtin_harness() {
         save_dir: None,
         max_shrink_runs: 100,
         svg: None,
+        validate: true,
     };
     let out = runner::run_traces(
         exe,
@@ -149,4 +153,66 @@ fn p8_generated_traces_pass_on_the_builtin_harness() {
     assert_eq!(out.len(), 100);
     let failed: Vec<_> = out.iter().filter(|o| !o.passed).collect();
     assert!(failed.is_empty(), "{failed:?}");
+}
+
+/// `--validate`: a reply with a field the schema does not allow is an
+/// errored case naming the field; the built-in harness validates clean (p1).
+#[test]
+fn p9_schema_violations_are_errored() {
+    use procroute::conform::schema::Schema;
+    let s = Schema::protocol();
+    assert!(s
+        .validate(
+            "run_reply",
+            &serde_json::json!({"seq": 1, "result": {"ok": true}})
+        )
+        .is_ok());
+    let e = s
+        .validate(
+            "run_reply",
+            &serde_json::json!({"seq": 1, "result": {"ok": true}, "extra": 2}),
+        )
+        .expect_err("extra field");
+    assert!(e.contains("extra"), "{e}");
+    let e = s
+        .validate("run_reply", &serde_json::json!({"seq": "1"}))
+        .expect_err("string seq");
+    assert!(e.contains("$.seq"), "{e}");
+    assert!(s
+        .validate(
+            "command",
+            &serde_json::json!({"cmd": "start", "version": 1})
+        )
+        .is_ok());
+    assert!(s
+        .validate("command", &serde_json::json!({"cmd": "dance"}))
+        .is_err());
+}
+
+/// The schema file uses only keywords the built-in validator implements.
+#[test]
+fn p9_schema_uses_only_supported_keywords() {
+    use procroute::conform::schema::{KEYWORDS, PROTOCOL_SCHEMA};
+    fn walk(v: &serde_json::Value, in_props: bool, bad: &mut Vec<String>) {
+        if let Some(o) = v.as_object() {
+            for (k, x) in o {
+                let is_name = in_props;
+                if !is_name && !KEYWORDS.contains(&k.as_str()) {
+                    bad.push(k.clone());
+                }
+                walk(x, k == "properties" || k == "$defs", bad);
+            }
+        } else if let Some(a) = v.as_array() {
+            for x in a {
+                walk(x, false, bad);
+            }
+        }
+    }
+    let mut bad = Vec::new();
+    walk(
+        &serde_json::from_str(PROTOCOL_SCHEMA).expect("json"),
+        false,
+        &mut bad,
+    );
+    assert!(bad.is_empty(), "unsupported keywords: {bad:?}");
 }

@@ -52,6 +52,9 @@ enum Command {
         /// Write the first failing trace's swimlane timeline here (SVG).
         #[arg(long)]
         svg: Option<std::path::PathBuf>,
+        /// Validate every protocol message against spec/schema/protocol-v1.json.
+        #[arg(long)]
+        validate: bool,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         /// Run only cases whose stable id matches (repeatable; `*` globs).
@@ -132,6 +135,7 @@ fn main() -> ExitCode {
             max_steps,
             save,
             svg,
+            validate,
             format,
             only,
             skip,
@@ -185,6 +189,7 @@ fn main() -> ExitCode {
                     save_dir: Some(save),
                     max_shrink_runs: 500,
                     svg,
+                    validate,
                 },
             ) {
                 Ok(r) => r,

@@ -10,6 +10,7 @@ pub mod protocol;
 pub mod render;
 pub mod report;
 pub mod runner;
+pub mod schema;
 pub mod select;
 pub mod trace;
 pub mod vectors;
@@ -106,7 +107,8 @@ pub fn run_protocol(
         .filter(|v| selection.wants(&v.id))
         .cloned()
         .collect();
-    let (started, mut outcomes, restarts) = runner::run_vectors(program, args, &chosen, timeout)?;
+    let (started, mut outcomes, restarts) =
+        runner::run_vectors(program, args, &chosen, timeout, traces.validate)?;
     if traces.cases > 0 {
         outcomes.extend(runner::run_traces(program, args, traces, timeout, |id| {
             selection.wants(id)

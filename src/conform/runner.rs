@@ -21,6 +21,8 @@ pub enum Failure {
     Timeout(Duration),
     Crashed(String),
     Garbage(String),
+    /// A well-formed line that breaks the protocol schema (`--validate`).
+    Invalid(String),
 }
 
 impl std::fmt::Display for Failure {
@@ -32,6 +34,7 @@ impl std::fmt::Display for Failure {
                 f,
                 "harness sent a line that is not a protocol reply: {bytes}"
             ),
+            Failure::Invalid(why) => write!(f, "reply violates the protocol schema: {why}"),
         }
     }
 }
@@ -58,6 +61,8 @@ pub struct Harness {
     stdin: ChildStdin,
     rx: Receiver<Result<Vec<u8>, String>>,
     pub restarts: u32,
+    /// Validate every message against the protocol schema (`--validate`).
+    pub schema: Option<std::sync::Arc<super::schema::Schema>>,
 }
 
 impl Harness {
@@ -106,10 +111,27 @@ impl Harness {
             stdin,
             rx,
             restarts: 0,
+            schema: None,
         })
     }
 
     pub fn request(&mut self, cmd: &Command, timeout: Duration) -> Result<Value, Failure> {
+        let reply = self.request_raw(cmd, timeout)?;
+        if let Some(schema) = &self.schema {
+            let sent = serde_json::to_value(cmd).unwrap_or(Value::Null);
+            schema
+                .validate("command", &sent)
+                .map_err(|e| Failure::Invalid(format!("(our own command!) {e}")))?;
+            let def = match cmd {
+                Command::Start { .. } => "started",
+                _ => "run_reply",
+            };
+            schema.validate(def, &reply).map_err(Failure::Invalid)?;
+        }
+        Ok(reply)
+    }
+
+    fn request_raw(&mut self, cmd: &Command, timeout: Duration) -> Result<Value, Failure> {
         let line = serde_json::to_string(cmd).map_err(|e| Failure::Crashed(e.to_string()))?;
         writeln!(self.stdin, "{line}")
             .and_then(|()| self.stdin.flush())
@@ -156,8 +178,10 @@ impl Harness {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let restarts = self.restarts + 1;
+        let schema = self.schema.take();
         *self = Harness::spawn(&self.program.clone(), &self.args.clone())?;
         self.restarts = restarts;
+        self.schema = schema;
         self.start(timeout)
     }
 
@@ -191,8 +215,12 @@ pub fn run_vectors(
     args: &[String],
     vectors: &[Vector],
     timeout: Duration,
+    validate: bool,
 ) -> Result<(Started, Vec<Outcome>, u32), String> {
     let mut h = Harness::spawn(program, args)?;
+    if validate {
+        h.schema = Some(std::sync::Arc::new(super::schema::Schema::protocol()));
+    }
     let mut started = h.start(timeout)?;
     let mut out = Vec::with_capacity(vectors.len());
     for (seq, v) in vectors.iter().enumerate() {
@@ -232,7 +260,7 @@ pub fn run_vectors(
             },
             Err(f) => {
                 let o = Outcome::errored(v.id.clone(), &rules, f.to_string());
-                if !matches!(f, Failure::Garbage(_)) {
+                if !matches!(f, Failure::Garbage(_) | Failure::Invalid(_)) {
                     started = h.restart(timeout)?;
                 }
                 o
@@ -256,6 +284,8 @@ pub struct TraceRun {
     pub max_shrink_runs: usize,
     /// Write the first failing trace's timeline here as SVG.
     pub svg: Option<std::path::PathBuf>,
+    /// Validate every message against the protocol schema.
+    pub validate: bool,
 }
 
 const TRACE_RULES: [&str; 6] = ["INV-1", "INV-2", "INV-3", "INV-4", "INV-5", "INV-7"];
@@ -294,6 +324,9 @@ pub fn run_traces(
 ) -> Result<Vec<Outcome>, String> {
     use super::trace::{generate, judge, quiescence, shrink};
     let mut h = Harness::spawn(program, args)?;
+    if cfg.validate {
+        h.schema = Some(std::sync::Arc::new(super::schema::Schema::protocol()));
+    }
     let started = h.start(timeout)?;
     let mut out = Vec::new();
     if !started.operations.iter().any(|o| o == "trace") {
