@@ -134,14 +134,17 @@ fn faults_are_found_and_shrunk_over_the_protocol() {
     let exe = env!("CARGO_BIN_EXE_procroute");
     for fault in [
         "foreground_routing",
-        "adapter_failure_drops",
+        "group_thread_from_key_on_miss",
+        "completion_dedup_by_process_id",
         "checkpoint_before_routing",
+        "delivery_only_at_turn_end",
+        "adapter_failure_drops",
     ] {
         let dir =
             std::env::temp_dir().join(format!("procroute-faults-{}-{fault}", std::process::id()));
         let cfg = runner::TraceRun {
             seed: 5,
-            cases: 200,
+            cases: 1000,
             max_steps: 32,
             save_dir: Some(dir.clone()),
             max_shrink_runs: 300,
@@ -165,7 +168,7 @@ fn faults_are_found_and_shrunk_over_the_protocol() {
         assert!(steps <= 6, "{fault}: shrunk only to {steps} steps: {d}");
         assert!(d.contains("saved"), "{d}");
         println!(
-            "{fault}: {} of 200 traces failed; first shrunk to {steps} steps",
+            "{fault}: {} of 1000 traces failed; first shrunk to {steps} steps",
             failed.len()
         );
         let _ = std::fs::remove_dir_all(&dir);

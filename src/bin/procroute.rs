@@ -41,7 +41,7 @@ enum Command {
         cases: usize,
         /// Generated traces run through the harness and judged against the
         /// reference model.
-        #[arg(long, default_value_t = 300)]
+        #[arg(long, default_value_t = 1000)]
         traces: usize,
         /// Longest generated trace, in steps (before quiescence).
         #[arg(long, default_value_t = 32)]

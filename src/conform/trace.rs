@@ -368,7 +368,7 @@ pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
             && d.chat_id.as_str() == t.chat
             && d.thread_id.as_ref().map(|x| x.as_str()) == t.thread.as_deref()
     };
-    let mut seen = BTreeSet::new();
+    let mut seen: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
     let mut last_step: BTreeMap<&str, usize> = BTreeMap::new();
     for d in &result.deliveries {
         let Some(p) = d.process.as_deref() else {
@@ -399,8 +399,18 @@ pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
                 }
             }
         }
-        if !seen.insert((p, d.kind.as_str(), d.text.as_str())) {
-            bad("INV-3", format!("{p} {} delivered twice", d.kind));
+        // Two runs of one process id may legitimately send the same text;
+        // more copies than runs is a duplicate.
+        let copies = seen
+            .entry((p, d.kind.as_str(), d.text.as_str()))
+            .or_insert(0usize);
+        *copies += 1;
+        let runs = model.runs.values().filter(|r| r.process_id == p).count();
+        if *copies > runs {
+            bad(
+                "INV-3",
+                format!("{p} {} delivered {} times", d.kind, *copies),
+            );
         }
         if let Some(prev) = last_step.insert(p, d.step) {
             if d.step < prev {
@@ -414,29 +424,36 @@ pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
             }
         }
     }
-    let completed = |p: &str| {
+    let completions = |p: &str| {
         result
             .deliveries
             .iter()
             .chain(&result.dead_letters)
-            .any(|d| d.process.as_deref() == Some(p) && d.kind == "completion")
+            .filter(|d| d.process.as_deref() == Some(p) && d.kind == "completion")
+            .count()
     };
-    for (_, r) in model.promised_completions() {
-        if !completed(&r.process_id) {
-            bad(
-                "INV-4",
-                format!(
-                    "completion of {} never delivered nor dead-lettered",
-                    r.process_id
-                ),
-            );
+    let mut promised: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for r in model.runs.values() {
+        let e = promised.entry(r.process_id.as_str()).or_default();
+        if r.finished && r.notify_on_exit {
+            e.0 += 1; // must complete
+        }
+        if r.finished && (r.notify_on_exit || r.watches) {
+            e.1 += 1; // may complete
         }
     }
-    for r in model.runs.values() {
-        if !(r.finished && (r.notify_on_exit || r.watches)) && completed(&r.process_id) {
+    for (p, (must, may)) in promised {
+        let got = completions(p);
+        if got < must {
+            bad(
+                "INV-4",
+                format!("{must} completion(s) of {p} promised, {got} delivered or dead-lettered"),
+            );
+        }
+        if got > may {
             bad(
                 "INV-7",
-                format!("completion of {} was never promised", r.process_id),
+                format!("{got} completion(s) of {p}, at most {may} promised"),
             );
         }
     }
@@ -451,6 +468,10 @@ pub fn generate(seed: u64, max_steps: usize) -> Trace {
     let n = threads.len();
     let mut ops = Vec::new();
     let mut procs: Vec<String> = Vec::new();
+    // (process id, thread) of processes that have exited: their ids may be
+    // spawned again from the same thread (a second run of one process id).
+    let mut exited: Vec<(String, usize)> = Vec::new();
+    let mut home: BTreeMap<String, usize> = BTreeMap::new();
     let mut tokens = 0;
     for _ in 0..1 + rng.below(max_steps.max(1)) {
         let t = rng.below(n);
@@ -460,10 +481,16 @@ pub fn generate(seed: u64, max_steps: usize) -> Trace {
             3 => TraceOp::TurnEnd { thread: t },
             4 => TraceOp::Reset { thread: t },
             5 | 6 => {
-                let process = format!("p{}", procs.len() + 1);
-                procs.push(process.clone());
+                let (process, thread) = if !exited.is_empty() && rng.chance(30) {
+                    exited.remove(rng.below(exited.len()))
+                } else {
+                    let p = format!("p{}", procs.len() + 1);
+                    procs.push(p.clone());
+                    (p, t)
+                };
+                home.insert(process.clone(), thread);
                 TraceOp::Spawn {
-                    thread: t,
+                    thread,
                     process,
                     watch: if rng.chance(50) {
                         vec!["MATCH".into()]
@@ -482,13 +509,22 @@ pub fn generate(seed: u64, max_steps: usize) -> Trace {
                     process,
                 }
             }
-            9 if !procs.is_empty() => TraceOp::Exit {
-                process: rng.pick(&procs).clone(),
-                code: rng.below(3) as i32,
-            },
-            10 if !procs.is_empty() => TraceOp::Kill {
-                process: rng.pick(&procs).clone(),
-            },
+            9 | 10 if !procs.is_empty() => {
+                let process = rng.pick(&procs).clone();
+                if let Some(th) = home.get(&process) {
+                    if !exited.iter().any(|(p, _)| p == &process) {
+                        exited.push((process.clone(), *th));
+                    }
+                }
+                if rng.chance(50) {
+                    TraceOp::Exit {
+                        process,
+                        code: rng.below(3) as i32,
+                    }
+                } else {
+                    TraceOp::Kill { process }
+                }
+            }
             11 => TraceOp::Advance {
                 ms: *rng.pick(&[1_000, 16_000, 120_000]),
             },
