@@ -216,3 +216,45 @@ fn p9_schema_uses_only_supported_keywords() {
     );
     assert!(bad.is_empty(), "unsupported keywords: {bad:?}");
 }
+
+/// The Python template in spec/harnesses/example-python passes the trace
+/// suite, and its key operations are skipped with its stated reason.
+#[test]
+fn p10_the_python_template_passes() {
+    let harness = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/spec/harnesses/example-python/harness.py"
+    );
+    let cfg = runner::TraceRun {
+        seed: 3,
+        cases: 200,
+        max_steps: 32,
+        save_dir: None,
+        max_shrink_runs: 50,
+        svg: None,
+        validate: true,
+    };
+    let out = runner::run_traces(
+        "python3",
+        &[harness.to_owned()],
+        &cfg,
+        Duration::from_secs(10),
+        |_| true,
+    )
+    .expect("runs");
+    let failed: Vec<_> = out.iter().filter(|o| !o.passed).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    let file = KeyVectors::builtin().expect("vectors");
+    let (_, keys, _) = runner::run_vectors(
+        "python3",
+        &[harness.to_owned()],
+        &file.vectors[..5],
+        Duration::from_secs(10),
+        true,
+    )
+    .expect("runs");
+    assert!(keys.iter().all(|o| o
+        .skipped
+        .as_deref()
+        .is_some_and(|r| r.contains("routing only"))));
+}

@@ -217,7 +217,8 @@ fn main() -> ExitCode {
                 Format::Markdown => report.render_markdown(&who),
                 Format::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
             };
-            print!("{text}");
+            // A closed pipe (`| head`) is not an error worth a panic.
+            let _ = io::stdout().write_all(text.as_bytes());
             for id in &now_passing {
                 eprintln!("procroute: known failure {id} now passes: remove it from the list");
             }
