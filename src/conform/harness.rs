@@ -45,6 +45,10 @@ pub fn serve_with(
                     },
                     operations: OPERATIONS.iter().map(|s| (*s).to_owned()).collect(),
                     unsupported: Default::default(),
+                    limits: Some(json!({
+                        "registry": crate::registry::Limits::default(),
+                        "delivery": crate::delivery::DeliveryLimits::default(),
+                    })),
                 })
                 .unwrap_or(Value::Null),
                 Ok(Command::Run { seq, case }) => {

@@ -44,6 +44,10 @@ pub struct Started {
     /// Why an unsupported operation cannot be expressed, by operation.
     #[serde(default)]
     pub unsupported: std::collections::BTreeMap<String, String>,
+    /// The implementation's limits (rate limits, queue bounds, …), free
+    /// form, shown in reports so a difference in settings is visible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Value>,
 }
 
 /// The answer to `run`: exactly one of `result`, `skipped`, `errored`.

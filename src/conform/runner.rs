@@ -345,7 +345,14 @@ pub fn run_traces(
     }
     let mut seq = 1_000_000u64;
     let mut wrote_svg = false;
+    let progress = {
+        use std::io::IsTerminal;
+        std::io::stderr().is_terminal() && cfg.cases >= 200
+    };
     for n in 0..cfg.cases {
+        if progress && n % 50 == 0 {
+            eprint!("\rtraces {n}/{} ", cfg.cases);
+        }
         let id = format!("gen/{}/{n}", cfg.seed);
         if !wants(&id) {
             continue;
@@ -416,6 +423,9 @@ pub fn run_traces(
         detail.push_str(&super::render::timeline_text(&small, &small_result));
         let rules: Vec<&str> = vec![first.rule.as_str()];
         out.push(Outcome::check(id, &rules, Some(detail)));
+    }
+    if progress {
+        eprint!("\r{:30}\r", "");
     }
     h.stop();
     Ok(out)
