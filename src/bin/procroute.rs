@@ -36,13 +36,13 @@ enum Command {
         /// Seed for generated cases (a run is reproducible from its seed).
         #[arg(long, default_value_t = 0x5EED)]
         seed: u64,
-        /// Generated origins per law.
-        #[arg(long, default_value_t = 2000)]
-        cases: usize,
         /// Generated traces run through the harness and judged against the
         /// reference model.
         #[arg(long, default_value_t = 1000)]
-        traces: usize,
+        cases: usize,
+        /// Generated origins per key law (built-in runs only).
+        #[arg(long, default_value_t = 2000)]
+        law_cases: usize,
         /// Longest generated trace, in steps (before quiescence).
         #[arg(long, default_value_t = 32)]
         max_steps: usize,
@@ -131,7 +131,7 @@ fn main() -> ExitCode {
             timeout_ms,
             seed,
             cases,
-            traces,
+            law_cases,
             max_steps,
             save,
             svg,
@@ -178,13 +178,16 @@ fn main() -> ExitCode {
             let (report, started, restarts) = match conform::run_protocol(
                 &program,
                 &args,
-                Config { seed, cases },
+                Config {
+                    seed,
+                    cases: law_cases,
+                },
                 timeout,
                 with_laws,
                 &selection,
                 &conform::runner::TraceRun {
                     seed,
-                    cases: traces,
+                    cases,
                     max_steps,
                     save_dir: Some(save),
                     max_shrink_runs: 500,

@@ -7,6 +7,7 @@ must go to stderr. No dependencies beyond the standard library.
 import json
 import sys
 
+from keys import run_key_case
 from router import run_trace
 
 KEY_OPS = ["hermes_build", "canonical_build", "canonical_parse", "hermes_parse", "origin"]
@@ -27,13 +28,16 @@ def main():
             reply({
                 "protocol": 1,
                 "implementation": {"name": "example-python", "version": "0.1.0", "language": "python"},
-                "operations": ["trace"],
-                "unsupported": {op: "the template implements routing only, not session keys" for op in KEY_OPS},
+                "operations": KEY_OPS + ["trace"],
             })
         elif cmd == "run":
             case = msg["case"]
             try:
-                reply({"seq": msg["seq"], "result": {"trace": run_trace(case["trace"])}})
+                if case["op"] == "trace":
+                    result = {"trace": run_trace(case["trace"])}
+                else:
+                    result = run_key_case(case)
+                reply({"seq": msg["seq"], "result": result})
             except Exception as exc:  # report, never crash the run
                 reply({"seq": msg["seq"], "errored": f"{type(exc).__name__}: {exc}"})
         elif cmd == "stop":
