@@ -77,6 +77,10 @@ pub struct Observed {
     /// `watch_match`, `watch_disabled`, `completion` or `shutdown`.
     pub kind: String,
     pub text: String,
+    /// For a dead letter: why it could not be delivered (adapter failures,
+    /// back-pressure, or a routing drop such as `origin_conflict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -231,6 +235,7 @@ pub fn execute_with(trace: &Trace, config: Config) -> Result<TraceResult, String
             process: x.process_of(&n.id),
             kind: kind_of(&n.id, &n.text).to_owned(),
             text: n.text.clone(),
+            reason: Some(d.reason.clone()),
         });
     }
     Ok(x.result)
@@ -288,6 +293,7 @@ impl Exec {
                                 process: self.process_of(&n.id),
                                 kind: kind_of(&n.id, &n.text).to_owned(),
                                 text: n.text.clone(),
+                                reason: None,
                             });
                             None
                         } else {
@@ -422,6 +428,14 @@ pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
                     ),
                 );
             }
+        }
+    }
+    for d in &result.dead_letters {
+        if d.reason.as_deref().unwrap_or("").is_empty() {
+            bad(
+                "INV-4",
+                format!("dead letter about {:?} without a reason", d.process),
+            );
         }
     }
     let completions = |p: &str| {
