@@ -34,6 +34,19 @@ fn run(mode: &str, n: usize) -> (Vec<Outcome>, u32) {
     (out, restarts)
 }
 
+/// Generated traces with schema validation, no saving.
+fn trace_run(seed: u64, cases: usize) -> runner::TraceRun {
+    runner::TraceRun {
+        seed,
+        cases,
+        max_steps: 32,
+        save_dir: None,
+        max_shrink_runs: 100,
+        svg: None,
+        validate: true,
+    }
+}
+
 fn detail(o: &Outcome) -> &str {
     o.detail.as_deref().unwrap_or("")
 }
@@ -133,15 +146,7 @@ fn p1_the_builtin_harness_passes_every_vector_over_the_protocol() {
 #[test]
 fn p8_generated_traces_pass_on_the_builtin_harness() {
     let exe = env!("CARGO_BIN_EXE_procroute");
-    let cfg = runner::TraceRun {
-        seed: 11,
-        cases: 100,
-        max_steps: 32,
-        save_dir: None,
-        max_shrink_runs: 100,
-        svg: None,
-        validate: true,
-    };
+    let cfg = trace_run(11, 100);
     let out = runner::run_traces(
         exe,
         &["harness".to_owned()],
@@ -225,15 +230,7 @@ fn p10_the_python_template_passes() {
         env!("CARGO_MANIFEST_DIR"),
         "/spec/harnesses/example-python/harness.py"
     );
-    let cfg = runner::TraceRun {
-        seed: 3,
-        cases: 200,
-        max_steps: 32,
-        save_dir: None,
-        max_shrink_runs: 50,
-        svg: None,
-        validate: true,
-    };
+    let cfg = trace_run(3, 200);
     let out = runner::run_traces(
         "python3",
         &[harness.to_owned()],

@@ -27,6 +27,17 @@ fn req(origin: &Origin, id: &str, watch: &[&str], notify: bool) -> SpawnRequest 
     }
 }
 
+/// A notify-on-exit spawn from `origin` (the command is irrelevant here).
+fn spawn(origin: Origin, process_id: String, watch_patterns: Vec<String>) -> Input {
+    Input::Spawn {
+        origin,
+        process_id,
+        command: "job".into(),
+        watch_patterns,
+        notify_on_exit: true,
+    }
+}
+
 fn sends(out: &[Output]) -> Vec<&Notification> {
     out.iter()
         .filter_map(|o| match o {
@@ -386,16 +397,7 @@ fn proc_8_checkpoint_at_spawn_restores_routing_and_reports_lost() {
     let mut g = Gateway::new(Config::default());
     let a = topic("42", "alice");
     let b = topic("43", "bob");
-    let out_a = g.handle(
-        0,
-        Input::Spawn {
-            origin: a.clone(),
-            process_id: "pa".into(),
-            command: "a".into(),
-            watch_patterns: vec![],
-            notify_on_exit: true,
-        },
-    );
+    let out_a = g.handle(0, spawn(a.clone(), "pa".into(), vec![]));
     // The checkpoint is persisted before the run id is handed out.
     let pos_ckpt = out_a
         .iter()
@@ -415,16 +417,7 @@ fn proc_8_checkpoint_at_spawn_restores_routing_and_reports_lost() {
         .expect("spawned");
     assert!(pos_ckpt < pos_spawned);
     let ra = run_of(&out_a);
-    let rb = run_of(&g.handle(
-        1,
-        Input::Spawn {
-            origin: b.clone(),
-            process_id: "pb".into(),
-            command: "b".into(),
-            watch_patterns: vec![],
-            notify_on_exit: true,
-        },
-    ));
+    let rb = run_of(&g.handle(1, spawn(b.clone(), "pb".into(), vec![])));
     // Crash: only persisted bytes survive. pa survived, pb vanished.
     let (g2, out) = Gateway::recover(
         Config::default(),
@@ -483,23 +476,16 @@ fn route_3_key_only_routing_is_certain_or_refused() {
     assert!(router::from_hermes_key("agent:main:telegram:group:-100").is_ok());
 }
 
-/// ROUTE-4, ROUTE-5.
+/// ROUTE-4, ROUTE-5: a stored origin and a captured origin that name
+/// different threads are refused with a typed reason naming both, and a
+/// forged store file that would create such a conflict is rejected on load.
+/// (`Gateway` dead-letters a refused event with this reason; it cannot be
+/// brought into a conflict without a forged file, which STORE-5 rejects.)
 #[test]
-fn route_4_5_conflicting_origins_are_dropped_with_a_reason_and_dead_lettered() {
+fn route_4_5_conflicting_origins_are_refused_with_a_reason() {
     let mut g = Gateway::new(Config::default());
     let a = topic("42", "alice");
-    let out = g.handle(
-        0,
-        Input::Spawn {
-            origin: a.clone(),
-            process_id: "p".into(),
-            command: "c".into(),
-            watch_patterns: vec![],
-            notify_on_exit: true,
-        },
-    );
-    let run = run_of(&out);
-    // Tamper: re-point the stored lane through a forged file image.
+    g.handle(0, spawn(a.clone(), "p".into(), vec![]));
     let forged = String::from_utf8(g.store().encode())
         .expect("utf8")
         .replace("\"42\"", "\"43\"");
@@ -507,25 +493,27 @@ fn route_4_5_conflicting_origins_are_dropped_with_a_reason_and_dead_lettered() {
         SessionStore::decode(forged.as_bytes(), 10).is_err(),
         "STORE-5 catches the forgery"
     );
-    // A conflict can still be built directly: the router refuses to guess.
-    let mut store = SessionStore::new(10);
+    // Built directly: a's process filed under b's lane.
     let b = topic("43", "bob");
+    let mut store = SessionStore::new(10);
     store.observe(&b, &Policy::default(), 0).expect("room");
-    let lane_a = Lane::of(&a, &Policy::default());
-    let _ = lane_a;
     let mut reg = Registry::new(Limits::default());
-    let mut r2 = req(&a, "p", &[], true);
-    r2.lane = Lane::of(&b, &Policy::default());
-    let run2 = reg.spawn(r2, 0).expect("spawn");
+    let mut r = req(&a, "p", &[], true);
+    r.lane = Lane::of(&b, &Policy::default());
+    let run = reg.spawn(r, 0).expect("spawn");
     let ev = reg
-        .finish(run2, Completion::Killed, 1)
+        .finish(run, Completion::Killed, 1)
         .expect("ok")
         .remove(0);
-    assert!(matches!(
-        router::resolve(&store, &ev),
-        Err(DropReason::OriginConflict { .. })
-    ));
-    let _ = run;
+    match router::resolve(&store, &ev) {
+        Err(DropReason::OriginConflict {
+            stored, captured, ..
+        }) => {
+            assert_eq!(*stored, Destination::of(&b));
+            assert_eq!(*captured, Destination::of(&a));
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
 }
 
 // ---------------------------------------------------------------- DELIVER
@@ -545,16 +533,7 @@ fn note(run: u64, seq: u32, dest: &Origin) -> Notification {
 fn deliver_1_idle_ticks_send_without_any_turn_ending() {
     let mut g = Gateway::new(Config::default());
     let a = topic("42", "alice");
-    let run = run_of(&g.handle(
-        0,
-        Input::Spawn {
-            origin: a.clone(),
-            process_id: "p".into(),
-            command: "c".into(),
-            watch_patterns: vec![],
-            notify_on_exit: true,
-        },
-    ));
+    let run = run_of(&g.handle(0, spawn(a.clone(), "p".into(), vec![])));
     let out = g.handle(
         5,
         Input::Finished {
@@ -681,16 +660,7 @@ fn deliver_7_back_pressure_is_never_silent() {
     let a = topic("42", "alice");
     g.handle(0, Input::TurnStarted { origin: a.clone() });
     for i in 0..2 {
-        let run = run_of(&g.handle(
-            0,
-            Input::Spawn {
-                origin: a.clone(),
-                process_id: format!("p{i}"),
-                command: "c".into(),
-                watch_patterns: vec![],
-                notify_on_exit: true,
-            },
-        ));
+        let run = run_of(&g.handle(0, spawn(a.clone(), format!("p{i}"), vec![])));
         g.handle(
             1,
             Input::Finished {
@@ -755,16 +725,7 @@ fn deliver_8_shutdown_one_notice_per_thread_counted_after_success() {
 fn store_5_recover_names_which_file_is_bad() {
     let mut g = Gateway::new(Config::default());
     let a = topic("42", "alice");
-    g.handle(
-        0,
-        Input::Spawn {
-            origin: a,
-            process_id: "p".into(),
-            command: "c".into(),
-            watch_patterns: vec![],
-            notify_on_exit: true,
-        },
-    );
+    g.handle(0, spawn(a, "p".into(), vec![]));
     let (s, c, d) = (
         g.store().encode(),
         g.registry().encode(),
@@ -816,16 +777,7 @@ fn proc_2_sequence_numbers_survive_a_restart() {
             }
         }
     };
-    let out = g.handle(
-        0,
-        Input::Spawn {
-            origin: a.clone(),
-            process_id: "p".into(),
-            command: "c".into(),
-            watch_patterns: vec!["MATCH".into()],
-            notify_on_exit: true,
-        },
-    );
+    let out = g.handle(0, spawn(a.clone(), "p".into(), vec!["MATCH".into()]));
     keep(&out, &mut files);
     let run = run_of(&out);
     let out = g.handle(

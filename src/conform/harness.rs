@@ -73,18 +73,8 @@ fn run(seq: u64, mut case: Value, config: &crate::gateway::Config) -> RunReply {
             })
             .and_then(|t| super::trace::execute_with(&t, config.clone()));
         return match answer {
-            Ok(r) => RunReply {
-                seq,
-                result: Some(json!({ "trace": r })),
-                skipped: None,
-                errored: None,
-            },
-            Err(e) => RunReply {
-                seq,
-                result: None,
-                skipped: None,
-                errored: Some(e),
-            },
+            Ok(r) => RunReply::result(seq, json!({ "trace": r })),
+            Err(e) => RunReply::errored(seq, e),
         };
     }
     // The runner never sends expectations; add an empty one so the case
@@ -93,17 +83,7 @@ fn run(seq: u64, mut case: Value, config: &crate::gateway::Config) -> RunReply {
         obj.entry("expect").or_insert(json!({}));
     }
     match serde_json::from_value::<Case>(case) {
-        Ok(c) => RunReply {
-            seq,
-            result: Some(vectors::observe(&c)),
-            skipped: None,
-            errored: None,
-        },
-        Err(e) => RunReply {
-            seq,
-            result: None,
-            skipped: None,
-            errored: Some(format!("case not understood: {e}")),
-        },
+        Ok(c) => RunReply::result(seq, vectors::observe(&c)),
+        Err(e) => RunReply::errored(seq, format!("case not understood: {e}")),
     }
 }

@@ -63,6 +63,26 @@ pub struct RunReply {
     pub errored: Option<String>,
 }
 
+impl RunReply {
+    pub fn result(seq: u64, result: Value) -> RunReply {
+        RunReply {
+            seq,
+            result: Some(result),
+            skipped: None,
+            errored: None,
+        }
+    }
+
+    pub fn errored(seq: u64, context: String) -> RunReply {
+        RunReply {
+            seq,
+            result: None,
+            skipped: None,
+            errored: Some(context),
+        }
+    }
+}
+
 /// The operations of protocol version 1.
 pub const OPERATIONS: [&str; 6] = [
     "hermes_build",

@@ -184,37 +184,9 @@ impl Sim {
     }
 
     fn feed(&mut self, input: Input) -> Vec<Output> {
-        let mut work = self.g.handle(self.now, input);
-        let mut all = Vec::new();
-        while !work.is_empty() {
-            let mut next = Vec::new();
-            for o in work {
-                match &o {
-                    Output::Persist { file, bytes } => {
-                        let k = match file {
-                            FileKind::Store => "store",
-                            FileKind::Checkpoint => "checkpoint",
-                            FileKind::Delivery => "delivery",
-                        };
-                        self.files.insert(k, bytes.clone());
-                    }
-                    Output::Send(n) => {
-                        let error = if self.adapter_up {
-                            self.delivered
-                                .push((n.id, n.destination.clone(), n.text.clone()));
-                            None
-                        } else {
-                            Some("adapter down".to_owned())
-                        };
-                        next.extend(self.g.handle(self.now, Input::Sent { id: n.id, error }));
-                    }
-                    _ => {}
-                }
-                all.push(o);
-            }
-            work = next;
-        }
-        all
+        let out = self.g.handle(self.now, input);
+        self.absorb(out.clone());
+        out
     }
 
     fn running(&self, proc: usize) -> Option<(u64, String)> {
@@ -338,41 +310,40 @@ impl Sim {
                 )
                 .map_err(|e| TestCaseError::fail(format!("recovery failed: {e:?}")))?;
                 self.g = g;
-                for o in out {
-                    if let Output::Persist { .. } | Output::Send(_) = o {
-                        // Re-feed through the same path as any output.
-                    }
-                    self.absorb(o);
-                }
+                self.absorb(out);
             }
             Op::Shutdown => drop(self.feed(Input::Shutdown)),
         }
         Ok(())
     }
 
-    fn absorb(&mut self, o: Output) {
-        match o {
-            Output::Persist { file, bytes } => {
-                let k = match file {
-                    FileKind::Store => "store",
-                    FileKind::Checkpoint => "checkpoint",
-                    FileKind::Delivery => "delivery",
-                };
-                self.files.insert(k, bytes);
-            }
-            Output::Send(n) => {
-                let error = if self.adapter_up {
-                    self.delivered
-                        .push((n.id, n.destination.clone(), n.text.clone()));
-                    None
-                } else {
-                    Some("adapter down".to_owned())
-                };
-                for f in self.g.handle(self.now, Input::Sent { id: n.id, error }) {
-                    self.absorb(f);
+    /// Executes outputs the way a driver would: persist bytes, send through
+    /// the (possibly failing) adapter and feed the answer back, until the
+    /// gateway has nothing more to say.
+    fn absorb(&mut self, outputs: Vec<Output>) {
+        let mut work: std::collections::VecDeque<Output> = outputs.into();
+        while let Some(o) = work.pop_front() {
+            match o {
+                Output::Persist { file, bytes } => {
+                    let k = match file {
+                        FileKind::Store => "store",
+                        FileKind::Checkpoint => "checkpoint",
+                        FileKind::Delivery => "delivery",
+                    };
+                    self.files.insert(k, bytes);
                 }
+                Output::Send(n) => {
+                    let error = if self.adapter_up {
+                        self.delivered
+                            .push((n.id, n.destination.clone(), n.text.clone()));
+                        None
+                    } else {
+                        Some("adapter down".to_owned())
+                    };
+                    work.extend(self.g.handle(self.now, Input::Sent { id: n.id, error }));
+                }
+                _ => {}
             }
-            _ => {}
         }
     }
 
