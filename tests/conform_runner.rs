@@ -44,6 +44,7 @@ fn trace_run(seed: u64, cases: usize) -> runner::TraceRun {
         max_shrink_runs: 100,
         svg: None,
         validate: true,
+        known: Vec::new(),
     }
 }
 

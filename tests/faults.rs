@@ -150,6 +150,7 @@ fn faults_are_found_and_shrunk_over_the_protocol() {
             max_shrink_runs: 300,
             svg: None,
             validate: true,
+            known: Vec::new(),
         };
         let args = vec!["harness".to_owned(), "--fault".to_owned(), fault.to_owned()];
         let out = runner::run_traces(exe, &args, &cfg, std::time::Duration::from_secs(10), |_| {

@@ -70,6 +70,13 @@ enum Command {
         /// still fail, and the report says when one starts passing.
         #[arg(long)]
         known_failures: Option<std::path::PathBuf>,
+        /// Generated origins per key-dialect law family (KEY-L1..L3), for a
+        /// harness that lists `dialect_build` and `dialect_parse`.
+        #[arg(long, default_value_t = 300)]
+        dialect_cases: usize,
+        /// At most this many harness runs to shrink one failing trace.
+        #[arg(long, default_value_t = 500)]
+        shrink_runs: usize,
     },
     /// Serve the harness protocol on stdin/stdout with the built-in
     /// implementation.
@@ -141,6 +148,8 @@ fn main() -> ExitCode {
             skip,
             shard,
             known_failures,
+            shrink_runs,
+            dialect_cases,
         } => {
             let shard = match shard
                 .as_deref()
@@ -190,9 +199,14 @@ fn main() -> ExitCode {
                     cases,
                     max_steps,
                     save_dir: Some(save),
-                    max_shrink_runs: 500,
+                    max_shrink_runs: shrink_runs,
                     svg,
                     validate,
+                    known: known.clone(),
+                },
+                conform::dialect::DialectRun {
+                    seed,
+                    cases: dialect_cases,
                 },
             ) {
                 Ok(r) => r,

@@ -77,6 +77,11 @@ fn run(seq: u64, mut case: Value, config: &crate::gateway::Config) -> RunReply {
             Err(e) => RunReply::errored(seq, e),
         };
     }
+    match case.get("op").and_then(Value::as_str) {
+        Some(super::dialect::BUILD) => return dialect_build(seq, &case),
+        Some(super::dialect::PARSE) => return dialect_parse(seq, &case),
+        _ => {}
+    }
     // The runner never sends expectations; add an empty one so the case
     // deserialises with the vector types.
     if let Some(obj) = case.as_object_mut() {
@@ -85,5 +90,46 @@ fn run(seq: u64, mut case: Value, config: &crate::gateway::Config) -> RunReply {
     match serde_json::from_value::<Case>(case) {
         Ok(c) => RunReply::result(seq, vectors::observe(&c)),
         Err(e) => RunReply::errored(seq, format!("case not understood: {e}")),
+    }
+}
+
+/// KEY-L1..L3 cases: procroute's own dialect is the canonical one, under
+/// the default policy.
+fn dialect_build(seq: u64, case: &Value) -> RunReply {
+    use crate::origin::{Origin, RawOrigin};
+    let origin = case
+        .get("origin")
+        .cloned()
+        .ok_or_else(|| "dialect_build without an origin".to_owned())
+        .and_then(|o| serde_json::from_value::<RawOrigin>(o).map_err(|e| e.to_string()));
+    match origin {
+        Err(e) => RunReply::errored(seq, e),
+        Ok(raw) => match Origin::try_from(raw) {
+            Ok(o) => RunReply::result(
+                seq,
+                json!({"key": crate::key::canonical::build(&o, &crate::key::Policy::default())}),
+            ),
+            Err(e) => RunReply::result(seq, json!({ "error": e })),
+        },
+    }
+}
+
+fn dialect_parse(seq: u64, case: &Value) -> RunReply {
+    let Some(key) = case.get("key").and_then(Value::as_str) else {
+        return RunReply::errored(seq, "dialect_parse without a key".into());
+    };
+    match crate::key::canonical::parse(key) {
+        Ok(f) => {
+            let mut route = json!({
+                "platform": f.platform.as_str(),
+                "chat_type": f.chat_type.as_str(),
+                "chat_id": f.chat_id.as_str(),
+            });
+            if let Some(t) = &f.thread_id {
+                route["thread_id"] = json!(t.as_str());
+            }
+            RunReply::result(seq, json!({ "route": route }))
+        }
+        Err(e) => RunReply::result(seq, json!({ "error": e.kind })),
     }
 }

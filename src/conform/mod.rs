@@ -4,6 +4,7 @@
 //! JSON-lines harness protocol for other implementations grows from here
 //! (`spec/SPEC.md`, chapter on conformance).
 
+pub mod dialect;
 pub mod harness;
 pub mod laws;
 pub mod protocol;
@@ -99,6 +100,7 @@ pub fn run_protocol(
     with_laws: bool,
     selection: &select::Selection,
     traces: &runner::TraceRun,
+    dialect: dialect::DialectRun,
 ) -> Result<(Report, protocol::Started, u32), String> {
     let file = vectors::KeyVectors::builtin().map_err(|e| e.to_string())?;
     let chosen: Vec<vectors::Vector> = file
@@ -109,6 +111,16 @@ pub fn run_protocol(
         .collect();
     let (started, mut outcomes, restarts) =
         runner::run_vectors(program, args, &chosen, timeout, traces.validate)?;
+    if dialect.cases > 0 {
+        outcomes.extend(dialect::run_over(
+            program,
+            args,
+            dialect,
+            timeout,
+            traces.validate,
+            |id| selection.wants(id),
+        )?);
+    }
     if traces.cases > 0 {
         outcomes.extend(runner::run_traces(program, args, traces, timeout, |id| {
             selection.wants(id)

@@ -84,11 +84,13 @@ impl RunReply {
 }
 
 /// The operations of protocol version 1.
-pub const OPERATIONS: [&str; 6] = [
+pub const OPERATIONS: [&str; 8] = [
     "hermes_build",
     "canonical_build",
     "canonical_parse",
     "hermes_parse",
     "origin",
     "trace",
+    "dialect_build",
+    "dialect_parse",
 ];

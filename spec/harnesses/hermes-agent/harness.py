@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""procroute harness for hermes-agent (spec/PROTOCOL.md, version 1).
+
+Our code, importing the published package (pip `hermes-agent`, pinned to
+0.19.0 by run.sh; `HERMES_VERSION=0.13.0 run.sh` runs the older one).
+Key operations go through hermes' own functions; traces through its real
+session store, process registry, reader threads, watchers, drains and
+checkpoint file (see drive.py). What hermes cannot express is declared
+unsupported in the handshake, never faked.
+
+hermes prints to stdout, so the protocol gets a private copy of the
+original stdout and everything else (stdout included) goes to stderr.
+"""
+import json
+import os
+import sys
+import tempfile
+
+PROTO = os.fdopen(os.dup(1), "w", encoding="utf-8")
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+# hermes-agent fixes its paths at import time and writes state there.
+os.environ["HERMES_HOME"] = tempfile.mkdtemp(prefix="procroute-hermes-")
+os.environ.setdefault("HERMES_BACKGROUND_NOTIFICATIONS", "result")
+os.environ.setdefault("TERMINAL_ENV", "local")
+# hermes starts background processes with `bash -lic`: a login shell reads
+# ~/.bashrc. A private HOME keeps this machine's rc files (pyenv, …) out of
+# every spawn.
+os.environ["HOME"] = tempfile.mkdtemp(prefix="procroute-hermes-home-")
+
+import importlib.metadata  # noqa: E402
+import inspect  # noqa: E402
+import logging  # noqa: E402
+import traceback  # noqa: E402
+
+logging.disable(logging.CRITICAL)
+
+import gateway.run as gr  # noqa: E402
+from gateway.config import Platform  # noqa: E402
+from gateway.session import SessionSource, build_session_key  # noqa: E402
+
+VERSION = importlib.metadata.version("hermes-agent")
+
+UNSUPPORTED = {
+    "canonical_build": "procroute's canonical dialect; hermes-agent has only its own key format",
+    "canonical_parse": "procroute's canonical dialect; hermes-agent has only its own key format",
+    "origin": "hermes-agent does not validate origins: SessionSource accepts any value",
+}
+
+
+def trace_support():
+    """The trace mapping needs the routing fix (session-store origin first)."""
+    needed = ["_build_process_event_source", "_inject_watch_notification", "_run_process_watcher"]
+    missing = [n for n in needed if not hasattr(gr.GatewayRunner, n)]
+    if missing:
+        return f"hermes-agent {VERSION} lacks {', '.join(missing)}; the trace mapping needs them"
+    return None
+
+
+def hermes_build(case):
+    o = case["origin"]
+    policy = case.get("policy", {})
+    try:
+        platform = Platform(o["platform"])
+    except ValueError:
+        return {"error": {"kind": "unknown_platform"}}
+    source = SessionSource(
+        platform=platform,
+        chat_id=o["chat_id"],
+        chat_type=o["chat_type"],
+        thread_id=o.get("thread_id"),
+        user_id=o.get("user_id"),
+        user_name=o.get("user_name"),
+    )
+    kwargs = {
+        "group_sessions_per_user": policy.get("group_sessions_per_user", True),
+        "thread_sessions_per_user": policy.get("thread_sessions_per_user", False),
+    }
+    if "profile" in inspect.signature(build_session_key).parameters:
+        kwargs["profile"] = policy.get("profile")
+    elif policy.get("profile") not in (None, "", "default"):
+        return {"skipped": f"hermes-agent {VERSION} build_session_key has no profile"}
+    try:
+        return {"key": build_session_key(source, **kwargs)}
+    except ValueError:
+        # KEY-H2: hermes raises ValueError for a WhatsApp id it cannot canonicalise.
+        return {"error": {"kind": "whatsapp_id_rejected"}}
+
+
+def hermes_parse(case):
+    """hermes' own `_parse_session_key`: whatever it returns, it claims as known."""
+    got = gr._parse_session_key(case["key"])
+    if got is None:
+        return {"error": {"kind": "rejected"}}
+
+    def known(field):
+        v = got.get(field)
+        return {"state": "known", "value": v} if v is not None else {"state": "absent"}
+
+    parts = case["key"].split(":")
+    return {"parsed": {
+        "namespace": parts[1],
+        "platform": got["platform"],
+        "chat_type": got["chat_type"],
+        "chat_id": known("chat_id"),
+        "thread_id": known("thread_id"),
+        "user_id": {"state": "absent"},
+    }}
+
+
+def reply(obj):
+    PROTO.write(json.dumps(obj) + "\n")
+    PROTO.flush()
+
+
+def main():
+    no_trace = trace_support()
+    ops = ["hermes_build", "hermes_parse"] + ([] if no_trace else ["trace"])
+    unsupported = dict(UNSUPPORTED)
+    if no_trace:
+        unsupported["trace"] = no_trace
+    drive = None
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        cmd = msg.get("cmd")
+        if cmd == "start":
+            if msg.get("version") != 1:
+                reply({"errored": f"protocol version {msg.get('version')} not supported"})
+                continue
+            reply({
+                "protocol": 1,
+                "implementation": {"name": "hermes-agent", "version": VERSION, "language": "python"},
+                "operations": ops,
+                "unsupported": unsupported,
+                "limits": {"watch_min_interval_s": 15, "watch_strike_limit": 3,
+                           "watch_global_max_per_window": 15, "watch_global_window_s": 10,
+                           "watch_global_cooldown_s": 30, "watcher_poll_s": 5,
+                           "completion_dedup_entries": 2048},
+            })
+        elif cmd == "run":
+            case = msg["case"]
+            seq = msg["seq"]
+            try:
+                op = case["op"]
+                if op == "hermes_build":
+                    result = hermes_build(case)
+                elif op == "hermes_parse":
+                    result = hermes_parse(case)
+                elif op == "trace" and not no_trace:
+                    if drive is None:
+                        import drive as drive_mod
+                        drive = drive_mod
+                    try:
+                        result = {"trace": drive.run_trace(case["trace"])}
+                    except drive.Unexpressible as why:
+                        result = {"skipped": str(why)}
+                else:
+                    result = {"skipped": unsupported.get(op, f"operation {op} not supported")}
+                if "skipped" in result:
+                    reply({"seq": seq, "skipped": result["skipped"]})
+                else:
+                    reply({"seq": seq, "result": result})
+            except Exception as exc:  # report, never crash the run
+                tb = traceback.format_exc(limit=4)
+                print(tb, file=sys.stderr)
+                reply({"seq": seq, "errored": f"{type(exc).__name__}: {exc}"})
+        elif cmd == "stop":
+            return
+        else:
+            reply({"errored": f"unknown command {cmd!r}"})
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    main()

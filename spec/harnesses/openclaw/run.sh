@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The conformance suite against the real OpenClaw, one command:
+#   spec/harnesses/openclaw/run.sh
+# Installs openclaw@$OPENCLAW_VERSION (default 2026.9.6) with --ignore-scripts
+# into a cache directory (~650 MB, ~40 s the first time). Extra arguments go
+# to `procroute conform`. Known failures: known-failures-<version>.txt,
+# explained in FINDINGS.md.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+version="${OPENCLAW_VERSION:-2026.9.6}"
+export OPENCLAW_DIR="${OPENCLAW_DIR:-$HOME/.cache/procroute/openclaw-$version}"
+installed() {
+  node -e 'const v=require(process.argv[1]).version; process.exit(v===process.argv[2]?0:1)' \
+    "$OPENCLAW_DIR/node_modules/openclaw/package.json" "$version" 2>/dev/null
+}
+if ! installed; then
+  mkdir -p "$OPENCLAW_DIR"
+  npm install --prefix "$OPENCLAW_DIR" "openclaw@$version" --ignore-scripts \
+    --no-audit --no-fund --loglevel=error >&2
+fi
+procroute="${PROCROUTE:-$root/target/release/procroute}"
+[ -x "$procroute" ] || (cd "$root" && cargo build --release -q)
+known="${KNOWN_FAILURES-$here/known-failures-$version.txt}"
+known_args=()
+[ -n "$known" ] && [ -f "$known" ] && known_args=(--known-failures "$known")
+exec "$procroute" conform --validate --impl "node $here/harness.mjs" "${known_args[@]}" "$@"

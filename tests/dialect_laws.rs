@@ -1,0 +1,86 @@
+//! KEY-L1..L3 over the protocol (P-10): the built-in dialect keeps them,
+//! and each lossy dialect of tests/harnesses/lossy_dialect.py breaks
+//! exactly the laws its loss implies.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use procroute::conform::dialect::{run_over, DialectRun};
+
+const CFG: DialectRun = DialectRun {
+    seed: 7,
+    cases: 150,
+};
+
+fn verdicts(program: &str, args: &[&str]) -> BTreeMap<String, bool> {
+    let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    run_over(program, &args, CFG, Duration::from_secs(20), true, |_| true)
+        .expect("harness runs")
+        .into_iter()
+        .map(|o| (o.id, o.passed))
+        .collect()
+}
+
+fn lossy(mode: &str) -> BTreeMap<String, bool> {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/harnesses/lossy_dialect.py"
+    );
+    verdicts("python3", &[script, mode])
+}
+
+fn failing(v: &BTreeMap<String, bool>) -> Vec<&str> {
+    v.iter()
+        .filter(|(_, p)| !**p)
+        .map(|(k, _)| k.as_str())
+        .collect()
+}
+
+#[test]
+fn key_l1_l2_l3_hold_for_the_builtin_canonical_dialect() {
+    let v = verdicts(env!("CARGO_BIN_EXE_procroute"), &["harness"]);
+    assert_eq!(v.len(), 8, "{v:?}");
+    assert!(failing(&v).is_empty(), "{v:?}");
+}
+
+#[test]
+fn key_l1_l2_hold_for_an_exact_escaping_dialect() {
+    assert!(failing(&lossy("exact")).is_empty());
+}
+
+#[test]
+fn key_l1_and_key_l2_catch_case_folding() {
+    let v = lossy("fold");
+    let bad = failing(&v);
+    assert!(bad.contains(&"dialect/KEY-L1/chat-case"), "{bad:?}");
+    assert!(bad.contains(&"dialect/KEY-L1/thread-case"), "{bad:?}");
+    assert!(bad.contains(&"dialect/KEY-L2/roundtrip"), "{bad:?}");
+    assert!(!bad.contains(&"dialect/KEY-L1/chat-type"), "{bad:?}");
+    assert!(!bad.contains(&"dialect/KEY-L3/total"), "{bad:?}");
+}
+
+#[test]
+fn key_l1_catches_trimming() {
+    let bad = lossy("trim");
+    let bad = failing(&bad);
+    assert!(bad.contains(&"dialect/KEY-L1/whitespace"), "{bad:?}");
+    assert!(!bad.contains(&"dialect/KEY-L1/chat-case"), "{bad:?}");
+}
+
+#[test]
+fn key_l1_catches_unescaped_separators() {
+    let v = lossy("raw");
+    assert!(failing(&v).contains(&"dialect/KEY-L1/colon-join"), "{v:?}");
+}
+
+#[test]
+fn key_l3_catches_a_parse_that_cannot_answer() {
+    let v = lossy("crash");
+    let bad = failing(&v);
+    assert!(bad.contains(&"dialect/KEY-L3/total"), "{bad:?}");
+    // Building still works, so injectivity is unaffected.
+    assert!(
+        bad.iter().all(|id| !id.starts_with("dialect/KEY-L1/")),
+        "{bad:?}"
+    );
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""A deliberately lossy key dialect for tests/dialect_laws.rs (P-10).
+
+    lossy_dialect.py exact   ids kept exactly, `%`/`:` escaped (passes KEY-L1..L3)
+    lossy_dialect.py fold    ids lower-cased (like OpenClaw's peer ids)
+    lossy_dialect.py trim    ids stripped of surrounding whitespace
+    lossy_dialect.py raw     ids inserted raw, `:` unescaped (thread after `:`)
+    lossy_dialect.py crash   parse answers `errored` for keys containing `%`
+"""
+import json
+import sys
+
+MODE = sys.argv[1]
+
+
+def esc(s):
+    return s.replace("%", "%25").replace(":", "%3A")
+
+
+def unesc(s):
+    return s.replace("%3A", ":").replace("%25", "%")
+
+
+def build(o):
+    ids = [o["chat_id"]] + ([o["thread_id"]] if o.get("thread_id") is not None else [])
+    if MODE == "fold":
+        ids = [i.lower() for i in ids]
+    if MODE == "trim":
+        ids = [i.strip() for i in ids]
+    if MODE != "raw":
+        ids = [esc(i) for i in ids]
+    return ":".join(["agent", "main", o["platform"], o["chat_type"]] + ids)
+
+
+def parse(key):
+    if MODE == "crash" and "%" in key:
+        raise ValueError("cannot parse")
+    parts = key.split(":")
+    if len(parts) < 5 or parts[:2] != ["agent", "main"] or parts[3] not in ("dm", "group", "channel", "thread"):
+        return None
+    if MODE == "raw":
+        parts = parts[:5] + ([":".join(parts[5:])] if len(parts) > 5 else [])
+    if len(parts) > 6:
+        return None
+    r = {"platform": parts[2], "chat_type": parts[3], "chat_id": unesc(parts[4]) if MODE != "raw" else parts[4]}
+    if len(parts) == 6:
+        r["thread_id"] = unesc(parts[5]) if MODE != "raw" else parts[5]
+    return r
+
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg["cmd"] == "start":
+        print(json.dumps({"protocol": 1, "implementation": {"name": f"lossy-{MODE}", "version": "0", "language": "python"},
+                          "operations": ["dialect_build", "dialect_parse"]}), flush=True)
+    elif msg["cmd"] == "run":
+        c = msg["case"]
+        try:
+            if c["op"] == "dialect_build":
+                res = {"key": build(c["origin"])}
+            else:
+                res = {"route": parse(c["key"])}
+            print(json.dumps({"seq": msg["seq"], "result": res}), flush=True)
+        except Exception as e:
+            print(json.dumps({"seq": msg["seq"], "errored": str(e)}), flush=True)
+    else:
+        break
