@@ -187,12 +187,11 @@ fn main() -> ExitCode {
             let (report, started, restarts) = match conform::run_protocol(
                 &program,
                 &args,
-                Config {
+                with_laws.then_some(Config {
                     seed,
                     cases: law_cases,
-                },
+                }),
                 timeout,
-                with_laws,
                 &selection,
                 &conform::runner::TraceRun {
                     seed,

@@ -91,13 +91,13 @@ impl Default for Config {
 }
 
 /// Runs every key vector through a harness process speaking the protocol,
-/// then the key laws in-process (they exercise the built-in dialects).
+/// the dialect laws and the generated traces through it, then (`laws`) the
+/// key laws in-process (they exercise the built-in dialects).
 pub fn run_protocol(
     program: &str,
     args: &[String],
-    config: Config,
+    laws: Option<Config>,
     timeout: std::time::Duration,
-    with_laws: bool,
     selection: &select::Selection,
     traces: &runner::TraceRun,
     dialect: dialect::DialectRun,
@@ -126,7 +126,7 @@ pub fn run_protocol(
             selection.wants(id)
         })?);
     }
-    if with_laws {
+    if let Some(config) = laws {
         outcomes.extend(
             laws::run(config)
                 .into_iter()
