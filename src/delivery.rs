@@ -256,6 +256,21 @@ impl DeliveryEngine {
         }
     }
 
+    /// The highest sequence number of `run` that is queued, delivered or
+    /// dead-lettered (used by recovery, PROC-8).
+    pub fn recorded_seq(&self, run: crate::registry::RunId) -> Option<u32> {
+        let of = |id: &NotificationId| match id {
+            NotificationId::Process { run: r, seq } if *r == run => Some(*seq),
+            _ => None,
+        };
+        self.queued_ids
+            .iter()
+            .chain(&self.delivered)
+            .chain(self.dead.iter().map(|d| &d.notification.id))
+            .filter_map(of)
+            .max()
+    }
+
     pub fn was_delivered(&self, id: &NotificationId) -> bool {
         self.delivered.contains(id)
     }

@@ -172,12 +172,18 @@ impl Gateway {
         }
         let mut out = Vec::new();
         if let Some(b) = checkpoint {
-            let (reg, lost) = Registry::restore(b, config.limits.clone(), now_ms, alive)
-                .map_err(|e| (FileKind::Checkpoint, e))?;
+            let delivery = &g.delivery;
+            let (reg, lost) = Registry::restore(
+                b,
+                config.limits.clone(),
+                now_ms,
+                |run| delivery.recorded_seq(run),
+                alive,
+            )
+            .map_err(|e| (FileKind::Checkpoint, e))?;
             g.registry = reg;
-            if !lost.is_empty() {
-                out.push(g.persist(FileKind::Checkpoint));
-            }
+            // route_all makes the lost completions durable in the delivery
+            // log, then checkpoints the registry without their runs.
             g.route_all(lost, now_ms, &mut out);
         }
         g.flush(now_ms, &mut out);
@@ -296,10 +302,11 @@ impl Gateway {
             },
             Input::Finished { run, completion } => {
                 match self.registry.finish(run, completion, now_ms) {
-                    Ok(events) => {
-                        self.route_all(events, now_ms, &mut out);
+                    Ok(events) if events.is_empty() => {
+                        // Nothing to tell anyone: the run just leaves.
                         out.push(self.persist(FileKind::Checkpoint));
                     }
+                    Ok(events) => self.route_all(events, now_ms, &mut out),
                     Err(e) => out.push(Output::Rejected {
                         reason: e.to_string(),
                     }),
@@ -351,10 +358,19 @@ impl Gateway {
         if events.is_empty() {
             return;
         }
-        // Sequence numbers moved on: checkpoint them before the events can
-        // be delivered, or a restart would reuse a delivered (run, seq) and
-        // the next notification would be discarded as a duplicate (PROC-2).
-        out.push(self.persist(FileKind::Checkpoint));
+        // Watch events: sequence numbers moved on, so checkpoint them before
+        // the events can be delivered, or a restart would reuse a delivered
+        // (run, seq) and the next notification would be discarded as a
+        // duplicate (PROC-2). Completions: the run has left the registry, so
+        // the delivery log must hold the completion before the checkpoint
+        // forgets the run, or a crash in between loses it (PROC-8); recovery
+        // recognises such a run by its recorded sequence (Registry::restore).
+        let completes = events
+            .iter()
+            .any(|e| matches!(e.kind, crate::registry::EventKind::Completion { .. }));
+        if !completes {
+            out.push(self.persist(FileKind::Checkpoint));
+        }
         for e in events {
             let n_id = NotificationId::Process {
                 run: e.run,
@@ -417,6 +433,9 @@ impl Gateway {
             }
         }
         out.push(self.persist(FileKind::Delivery));
+        if completes {
+            out.push(self.persist(FileKind::Checkpoint));
+        }
     }
 
     /// Sends whatever is due — on every input, idle ticks included

@@ -26,6 +26,7 @@ pub mod origin;
 pub mod persist;
 pub mod registry;
 pub mod router;
+pub mod simfs;
 pub mod store;
 pub mod text;
 

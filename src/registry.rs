@@ -417,10 +417,18 @@ impl Registry {
     /// Restores from a checkpoint after a restart. `alive` says whether a
     /// run's OS process survived; those that did not yield a `Lost`
     /// completion to their origin if one was promised (PROC-8).
+    ///
+    /// `recorded(run)` is the highest sequence number the delivery log holds
+    /// for the run. A completion is made durable in the delivery log *before*
+    /// the checkpoint drops its run (and a watch event after the checkpoint
+    /// advanced its sequence), so a run whose recorded sequence reaches the
+    /// checkpoint's next one finished before the crash with its completion
+    /// safe: it is dropped, not reported `lost` a second time.
     pub fn restore(
         bytes: &[u8],
         limits: Limits,
         now_ms: u64,
+        recorded: impl Fn(RunId) -> Option<u32>,
         mut alive: impl FnMut(RunId, &SpawnRequest) -> bool,
     ) -> Result<(Registry, Vec<ProcessEvent>), FileProblem> {
         let body: Body = persist::decode(FORMAT, VERSION, bytes)?;
@@ -431,6 +439,9 @@ impl Registry {
                 return Err(FileProblem::Corrupt {
                     detail: format!("run {} is not below next_run {}", run.0, body.next_run),
                 });
+            }
+            if recorded(run).is_some_and(|seq| seq >= p.next_seq) {
+                continue; // finished, completion already durable
             }
             reg.running.insert(run, p);
         }
