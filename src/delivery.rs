@@ -256,6 +256,15 @@ impl DeliveryEngine {
         }
     }
 
+    /// Every notification the engine holds (queued or dead-lettered), for
+    /// recovery's consistency check (SEC-2).
+    pub fn held(&self) -> impl Iterator<Item = &Notification> {
+        self.queues
+            .values()
+            .flat_map(|q| q.iter().map(|p| &p.n))
+            .chain(self.dead.iter().map(|d| &d.notification))
+    }
+
     /// The highest sequence number of `run` that is queued, delivered or
     /// dead-lettered (used by recovery, PROC-8).
     pub fn recorded_seq(&self, run: crate::registry::RunId) -> Option<u32> {

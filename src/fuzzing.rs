@@ -52,3 +52,190 @@ pub fn key_roundtrip(origin: &Origin, group: bool, thread: bool, profile: bool) 
         ),
     }
 }
+
+/// `fuzz_targets/decode_store.rs`, `decode_checkpoint.rs`,
+/// `decode_delivery.rs`: arbitrary bytes as a persisted file (STORE-5). A
+/// decoder returns a typed problem or a value; a value re-encodes to bytes
+/// that decode to the same value (nothing is silently changed).
+pub fn decode_file(which: crate::gateway::FileKind, data: &[u8]) {
+    use crate::gateway::FileKind;
+    match which {
+        FileKind::Store => {
+            let max = crate::store::DEFAULT_MAX_LANES;
+            if let Ok(s) = crate::store::SessionStore::decode(data, max) {
+                let again = crate::store::SessionStore::decode(&s.encode(), max);
+                assert_eq!(again.as_ref(), Ok(&s), "store: decode(encode(s)) != s");
+            }
+        }
+        FileKind::Checkpoint => {
+            let limits = crate::registry::Limits::default();
+            let decoded =
+                crate::registry::Registry::restore(data, limits.clone(), 0, |_| None, |_, _| true);
+            if let Ok((reg, lost)) = decoded {
+                assert!(lost.is_empty(), "checkpoint: every run alive, yet lost");
+                let bytes = reg.encode();
+                let (again, _) =
+                    crate::registry::Registry::restore(&bytes, limits, 0, |_| None, |_, _| true)
+                        .expect("checkpoint: its own encoding decodes");
+                assert_eq!(again.encode(), bytes, "checkpoint: encoding not stable");
+            }
+        }
+        FileKind::Delivery => {
+            let limits = crate::delivery::DeliveryLimits::default();
+            if let Ok(d) = crate::delivery::DeliveryEngine::decode(data, limits.clone()) {
+                let again = crate::delivery::DeliveryEngine::decode(&d.encode(), limits);
+                assert_eq!(again.as_ref(), Ok(&d), "delivery: decode(encode(d)) != d");
+            }
+        }
+    }
+}
+
+/// A structure-aware trace for `fuzz_targets/trace_vs_model.rs`: small
+/// indices the fuzzer can mutate, mapped onto a well-formed trace (no spawn
+/// of a process id that is still running, the quiescence suffix appended).
+#[cfg(feature = "arbitrary")]
+#[derive(Debug, Clone, arbitrary::Arbitrary)]
+pub struct FuzzTrace {
+    pub threads: Vec<Origin>,
+    pub ops: Vec<FuzzOp>,
+}
+
+#[cfg(feature = "arbitrary")]
+#[derive(Debug, Clone, arbitrary::Arbitrary)]
+pub enum FuzzOp {
+    Message(u8),
+    TurnStart(u8),
+    TurnEnd(u8),
+    Reset(u8),
+    Spawn {
+        thread: u8,
+        process: u8,
+        watch: bool,
+        notify: bool,
+    },
+    Output {
+        process: u8,
+        hit: bool,
+        lines: u8,
+    },
+    Exit {
+        process: u8,
+        code: u8,
+    },
+    Kill(u8),
+    Advance(u16),
+    Adapter(bool),
+    Restart(bool),
+    Shutdown,
+}
+
+#[cfg(feature = "arbitrary")]
+impl FuzzTrace {
+    /// At most 4 threads, 6 process ids, 64 operations.
+    pub fn to_trace(&self) -> Option<crate::conform::trace::Trace> {
+        use crate::conform::trace::{quiescence, Trace, TraceOp};
+        use crate::origin::RawOrigin;
+        let threads: Vec<RawOrigin> = self
+            .threads
+            .iter()
+            .take(4)
+            .cloned()
+            .map(RawOrigin::from)
+            .collect();
+        if threads.is_empty() {
+            return None;
+        }
+        let n = threads.len();
+        let t = |i: u8| usize::from(i) % n;
+        let p = |i: u8| format!("p{}", i % 6 + 1);
+        let mut running = std::collections::BTreeSet::new();
+        let mut ops = Vec::new();
+        let mut token = 0;
+        for op in self.ops.iter().take(64) {
+            ops.push(match op {
+                FuzzOp::Message(i) => TraceOp::Message { thread: t(*i) },
+                FuzzOp::TurnStart(i) => TraceOp::TurnStart { thread: t(*i) },
+                FuzzOp::TurnEnd(i) => TraceOp::TurnEnd { thread: t(*i) },
+                FuzzOp::Reset(i) => TraceOp::Reset { thread: t(*i) },
+                FuzzOp::Spawn {
+                    thread,
+                    process,
+                    watch,
+                    notify,
+                } => {
+                    if !running.insert(p(*process)) {
+                        continue;
+                    }
+                    TraceOp::Spawn {
+                        thread: t(*thread),
+                        process: p(*process),
+                        watch: if *watch { vec!["MATCH".into()] } else { vec![] },
+                        notify: *notify,
+                    }
+                }
+                FuzzOp::Output {
+                    process,
+                    hit,
+                    lines,
+                } => {
+                    let mut text = String::new();
+                    for _ in 0..=(lines % 4) {
+                        token += 1;
+                        let pid = p(*process);
+                        text.push_str(&format!(
+                            "tok{token}of{pid}{}\n",
+                            if *hit { " MATCH" } else { "" }
+                        ));
+                    }
+                    TraceOp::Output {
+                        process: p(*process),
+                        text,
+                    }
+                }
+                FuzzOp::Exit { process, code } => {
+                    running.remove(&p(*process));
+                    TraceOp::Exit {
+                        process: p(*process),
+                        code: i32::from(*code % 4),
+                    }
+                }
+                FuzzOp::Kill(process) => {
+                    running.remove(&p(*process));
+                    TraceOp::Kill {
+                        process: p(*process),
+                    }
+                }
+                FuzzOp::Advance(ms) => TraceOp::Advance {
+                    ms: u64::from(*ms) * 100,
+                },
+                FuzzOp::Adapter(up) => TraceOp::Adapter { up: *up },
+                FuzzOp::Restart(survive) => {
+                    if !*survive {
+                        running.clear();
+                    }
+                    TraceOp::Restart { survive: *survive }
+                }
+                FuzzOp::Shutdown => TraceOp::Shutdown,
+            });
+        }
+        ops.extend(quiescence(n));
+        Some(Trace { threads, ops })
+    }
+}
+
+/// `fuzz_targets/trace_vs_model.rs`: the built-in gateway runs the trace
+/// and the reference model judges it (INV-1..5, INV-7); any violation or
+/// execution error panics with the rendered timeline.
+pub fn trace_vs_model(trace: &crate::conform::trace::Trace) {
+    use crate::conform::{render, trace};
+    let result = match trace::execute(trace) {
+        Ok(r) => r,
+        Err(e) => panic!("execution failed: {e}"),
+    };
+    let v = trace::judge(trace, &result);
+    assert!(
+        v.is_empty(),
+        "{v:?}\n{}",
+        render::timeline_text(trace, &result)
+    );
+}

@@ -172,6 +172,15 @@ impl Gateway {
         }
         let mut out = Vec::new();
         if let Some(b) = checkpoint {
+            // Only the run counter is needed for the check; the full restore
+            // (which may emit lost completions) follows.
+            let (probe, _) =
+                Registry::restore(b, config.limits.clone(), now_ms, |_| None, |_, _| true)
+                    .map_err(|e| (FileKind::Checkpoint, e))?;
+            g.registry = probe;
+        }
+        g.check_held().map_err(|e| (FileKind::Delivery, e))?;
+        if let Some(b) = checkpoint {
             let delivery = &g.delivery;
             let (reg, lost) = Registry::restore(
                 b,
@@ -188,6 +197,36 @@ impl Gateway {
         }
         g.flush(now_ms, &mut out);
         Ok((g, out))
+    }
+
+    /// SEC-2: a notification in a recovered delivery log must be one this
+    /// gateway could have produced — about a run the checkpoint says was
+    /// issued, addressed to the thread of a lane in the store. Anything else
+    /// (a tampered or foreign file) is refused as corrupt, never sent.
+    fn check_held(&self) -> Result<(), FileProblem> {
+        let threads: BTreeSet<Destination> = self
+            .store
+            .lanes()
+            .map(|(_, e)| Destination::of(&e.origin))
+            .collect();
+        for n in self.delivery.held() {
+            if let NotificationId::Process { run, .. } = n.id {
+                if run.0 >= self.registry.next_run() {
+                    return Err(FileProblem::Corrupt {
+                        detail: format!("notification about run {} that was never issued", run.0),
+                    });
+                }
+            }
+            if !threads.contains(&n.destination) {
+                return Err(FileProblem::Corrupt {
+                    detail: format!(
+                        "notification {:?} is addressed to a thread with no lane",
+                        n.id
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     pub fn store(&self) -> &SessionStore {

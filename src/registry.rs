@@ -202,6 +202,11 @@ impl Registry {
         &self.limits
     }
 
+    /// The next run id to be issued; every run id below it was issued.
+    pub fn next_run(&self) -> u64 {
+        self.next_run
+    }
+
     pub fn running(&self) -> impl Iterator<Item = (RunId, &SpawnRequest)> {
         self.running.iter().map(|(r, p)| (*r, &p.req))
     }

@@ -812,3 +812,49 @@ fn proc_2_sequence_numbers_survive_a_restart() {
     assert_ne!(s[0].id, watch);
     assert!(s[0].text.contains("p was lost"));
 }
+
+/// STORE-5: a file that cannot be read (wrong permissions, a directory in
+/// its place) is an I/O error naming the file, and stays as it was.
+#[test]
+fn store_5_unreadable_files_are_io_errors_naming_the_file() {
+    use procroute::persist::FileSystem;
+    use std::io;
+    use std::path::Path;
+    // Permissions, through the FileSystem seam (root reads mode-000 files,
+    // so the real disk cannot show this under CI's root user).
+    struct Denied;
+    impl FileSystem for Denied {
+        fn len(&self, _: &Path) -> io::Result<Option<u64>> {
+            Ok(Some(10))
+        }
+        fn read(&self, _: &Path) -> io::Result<Vec<u8>> {
+            Err(io::ErrorKind::PermissionDenied.into())
+        }
+        fn write(&mut self, _: &Path, _: &[u8]) -> io::Result<()> {
+            Err(io::ErrorKind::PermissionDenied.into())
+        }
+        fn sync_file(&mut self, _: &Path) -> io::Result<()> {
+            Ok(())
+        }
+        fn rename(&mut self, _: &Path, _: &Path) -> io::Result<()> {
+            Ok(())
+        }
+        fn sync_dir(&mut self, _: &Path) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut denied = FilePersist::with_fs("/var/lib/gw/checkpoint.json", Denied);
+    let err = denied.load().expect_err("denied");
+    assert!(
+        matches!(&err, PersistError::Io { file, source }
+            if file == "/var/lib/gw/checkpoint.json" && source.kind() == std::io::ErrorKind::PermissionDenied),
+        "{err}"
+    );
+    assert!(denied.store(b"x").is_err());
+    // A directory where the file should be, on the real disk.
+    let path = temp("a-directory");
+    std::fs::create_dir_all(&path).expect("dir");
+    let err = FilePersist::new(&path).load().expect_err("a directory");
+    assert!(err.to_string().contains("a-directory"), "{err}");
+    assert!(path.is_dir(), "left as it was");
+}

@@ -41,3 +41,38 @@ fn key_roundtrip_regressions() {
         }
     }
 }
+
+#[test]
+fn decode_file_regressions() {
+    use procroute::gateway::FileKind;
+    for (target, kind) in [
+        ("decode_store", FileKind::Store),
+        ("decode_checkpoint", FileKind::Checkpoint),
+        ("decode_delivery", FileKind::Delivery),
+    ] {
+        let all = inputs(target);
+        assert!(all.len() >= 3, "{target}: regression inputs missing");
+        for (_name, bytes) in all {
+            procroute::fuzzing::decode_file(kind, &bytes);
+        }
+    }
+}
+
+#[cfg(feature = "arbitrary")]
+#[test]
+fn trace_vs_model_regressions() {
+    use arbitrary::{Arbitrary, Unstructured};
+    let all = inputs("trace_vs_model");
+    assert!(!all.is_empty(), "no regression inputs kept");
+    let mut ran = 0;
+    for (_name, bytes) in all {
+        let mut u = Unstructured::new(&bytes);
+        if let Ok(t) = procroute::fuzzing::FuzzTrace::arbitrary(&mut u) {
+            if let Some(trace) = t.to_trace() {
+                procroute::fuzzing::trace_vs_model(&trace);
+                ran += 1;
+            }
+        }
+    }
+    assert!(ran > 0, "no regression input decoded to a trace");
+}
