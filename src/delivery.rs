@@ -100,6 +100,9 @@ struct Body {
     delivered: Vec<NotificationId>,
     dead: Vec<DeadLetter>,
     busy: Vec<Destination>,
+    /// Runs whose completion this log holds (or held), newest last.
+    #[serde(default)]
+    completions: Vec<crate::registry::RunId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +115,11 @@ pub struct DeliveryEngine {
     delivered_order: VecDeque<NotificationId>,
     dead: VecDeque<DeadLetter>,
     dead_total: u64,
+    /// Runs whose completion was recorded here (bounded like the delivered
+    /// log): recovery uses it to tell a finished run from a lost one
+    /// (PROC-8).
+    completions: BTreeSet<crate::registry::RunId>,
+    completions_order: VecDeque<crate::registry::RunId>,
 }
 
 impl DeliveryEngine {
@@ -125,7 +133,41 @@ impl DeliveryEngine {
             delivered_order: VecDeque::new(),
             dead: VecDeque::new(),
             dead_total: 0,
+            completions: BTreeSet::new(),
+            completions_order: VecDeque::new(),
         }
+    }
+
+    /// The run's completion is now held by this log (queued, dead-lettered
+    /// or about to be sent). Bounded by `delivered_log_max`, oldest first out.
+    pub fn record_completion(&mut self, run: crate::registry::RunId) {
+        if self.completions.insert(run) {
+            self.completions_order.push_back(run);
+            while self.completions_order.len() > self.limits.delivered_log_max {
+                if let Some(old) = self.completions_order.pop_front() {
+                    self.completions.remove(&old);
+                }
+            }
+        }
+    }
+
+    pub fn has_completion(&self, run: crate::registry::RunId) -> bool {
+        self.completions.contains(&run)
+    }
+
+    /// The highest run id this log mentions.
+    pub fn max_run(&self) -> Option<u64> {
+        let of = |id: &NotificationId| match id {
+            NotificationId::Process { run, .. } => Some(run.0),
+            NotificationId::Shutdown { .. } => None,
+        };
+        self.queued_ids
+            .iter()
+            .chain(&self.delivered)
+            .chain(self.dead.iter().map(|d| &d.notification.id))
+            .filter_map(of)
+            .chain(self.completions.iter().map(|r| r.0))
+            .max()
     }
 
     pub fn limits(&self) -> &DeliveryLimits {
@@ -341,6 +383,7 @@ impl DeliveryEngine {
             delivered: self.delivered_order.iter().copied().collect(),
             dead: self.dead.iter().cloned().collect(),
             busy: Vec::new(),
+            completions: self.completions_order.iter().copied().collect(),
         };
         persist::encode(FORMAT, VERSION, &body)
     }
@@ -368,6 +411,9 @@ impl DeliveryEngine {
         }
         e.dead_total = body.dead.len() as u64;
         e.dead = body.dead.into();
+        for run in body.completions {
+            e.record_completion(run);
+        }
         Ok(e)
     }
 }

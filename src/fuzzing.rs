@@ -69,14 +69,24 @@ pub fn decode_file(which: crate::gateway::FileKind, data: &[u8]) {
         }
         FileKind::Checkpoint => {
             let limits = crate::registry::Limits::default();
-            let decoded =
-                crate::registry::Registry::restore(data, limits.clone(), 0, |_| None, |_, _| true);
+            let decoded = crate::registry::Registry::restore(
+                data,
+                limits.clone(),
+                0,
+                &crate::registry::RecordedLog::empty(),
+                |_, _| true,
+            );
             if let Ok((reg, lost)) = decoded {
                 assert!(lost.is_empty(), "checkpoint: every run alive, yet lost");
                 let bytes = reg.encode();
-                let (again, _) =
-                    crate::registry::Registry::restore(&bytes, limits, 0, |_| None, |_, _| true)
-                        .expect("checkpoint: its own encoding decodes");
+                let (again, _) = crate::registry::Registry::restore(
+                    &bytes,
+                    limits,
+                    0,
+                    &crate::registry::RecordedLog::empty(),
+                    |_, _| true,
+                )
+                .expect("checkpoint: its own encoding decodes");
                 assert_eq!(again.encode(), bytes, "checkpoint: encoding not stable");
             }
         }

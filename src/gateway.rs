@@ -133,6 +133,9 @@ pub struct Gateway {
     foreground: Option<Destination>,
     /// Only used under `Fault::CompletionDedupByProcessId`.
     completed_pids: BTreeSet<String>,
+    /// While [`Gateway::handle_batch`] runs: the files that changed (bit per
+    /// [`FileKind`]); their snapshots are taken once, at the end.
+    deferred: std::cell::Cell<Option<u8>>,
 }
 
 impl Gateway {
@@ -144,6 +147,7 @@ impl Gateway {
             config,
             stats: Stats::default(),
             shutdown_epoch: 0,
+            deferred: std::cell::Cell::new(None),
             shutdown_ids: BTreeSet::new(),
             foreground: None,
             completed_pids: BTreeSet::new(),
@@ -171,25 +175,16 @@ impl Gateway {
                 .map_err(|e| (FileKind::Delivery, e))?;
         }
         let mut out = Vec::new();
-        if let Some(b) = checkpoint {
-            // Only the run counter is needed for the check; the full restore
-            // (which may emit lost completions) follows.
-            let (probe, _) =
-                Registry::restore(b, config.limits.clone(), now_ms, |_| None, |_, _| true)
-                    .map_err(|e| (FileKind::Checkpoint, e))?;
-            g.registry = probe;
-        }
         g.check_held().map_err(|e| (FileKind::Delivery, e))?;
         if let Some(b) = checkpoint {
             let delivery = &g.delivery;
-            let (reg, lost) = Registry::restore(
-                b,
-                config.limits.clone(),
-                now_ms,
-                |run| delivery.recorded_seq(run),
-                alive,
-            )
-            .map_err(|e| (FileKind::Checkpoint, e))?;
+            let log = crate::registry::RecordedLog {
+                completed: &|run| delivery.has_completion(run),
+                seq: &|run| delivery.recorded_seq(run),
+                max_run: delivery.max_run(),
+            };
+            let (reg, lost) = Registry::restore(b, config.limits.clone(), now_ms, &log, alive)
+                .map_err(|e| (FileKind::Checkpoint, e))?;
             g.registry = reg;
             // route_all makes the lost completions durable in the delivery
             // log, then checkpoints the registry without their runs.
@@ -200,9 +195,9 @@ impl Gateway {
     }
 
     /// SEC-2: a notification in a recovered delivery log must be one this
-    /// gateway could have produced — about a run the checkpoint says was
-    /// issued, addressed to the thread of a lane in the store. Anything else
-    /// (a tampered or foreign file) is refused as corrupt, never sent.
+    /// gateway could have produced — addressed to the thread of a lane in the
+    /// store (every origin that spawns or talks gets a lane first). Anything
+    /// else (a tampered or foreign file) is refused as corrupt, never sent.
     fn check_held(&self) -> Result<(), FileProblem> {
         let threads: BTreeSet<Destination> = self
             .store
@@ -210,13 +205,6 @@ impl Gateway {
             .map(|(_, e)| Destination::of(&e.origin))
             .collect();
         for n in self.delivery.held() {
-            if let NotificationId::Process { run, .. } = n.id {
-                if run.0 >= self.registry.next_run() {
-                    return Err(FileProblem::Corrupt {
-                        detail: format!("notification about run {} that was never issued", run.0),
-                    });
-                }
-            }
             if !threads.contains(&n.destination) {
                 return Err(FileProblem::Corrupt {
                     detail: format!(
@@ -243,6 +231,58 @@ impl Gateway {
     }
 
     fn persist(&self, file: FileKind) -> Output {
+        if let Some(mask) = self.deferred.get() {
+            self.deferred.set(Some(mask | Self::bit(file)));
+            return Output::Persist {
+                file,
+                bytes: Vec::new(),
+            };
+        }
+        self.snapshot(file)
+    }
+
+    fn bit(file: FileKind) -> u8 {
+        match file {
+            FileKind::Store => 1,
+            FileKind::Delivery => 2,
+            FileKind::Checkpoint => 4,
+        }
+    }
+
+    /// Group commit: handles `inputs` in order as [`Gateway::handle`] would,
+    /// but each changed file is snapshotted once, and every `Persist` comes
+    /// first — store, delivery log, checkpoint, the order the per-input path
+    /// uses — followed by the other outputs in order. A driver that performs
+    /// the persists before acting on the rest keeps every durability rule
+    /// (nothing is acknowledged or sent before the state that promises it is
+    /// on disk) at one write per file per batch.
+    pub fn handle_batch(
+        &mut self,
+        now_ms: u64,
+        inputs: impl IntoIterator<Item = Input>,
+    ) -> Vec<Output> {
+        self.deferred.set(Some(0));
+        let mut rest = Vec::new();
+        for input in inputs {
+            for o in self.handle(now_ms, input) {
+                if !matches!(o, Output::Persist { .. }) {
+                    rest.push(o);
+                }
+            }
+        }
+        let mask = self.deferred.take().unwrap_or(0);
+        let mut out = Vec::with_capacity(rest.len() + 3);
+        for file in [FileKind::Store, FileKind::Delivery, FileKind::Checkpoint] {
+            if mask & Self::bit(file) != 0 {
+                out.push(self.snapshot(file));
+            }
+        }
+        out.extend(rest);
+        out
+    }
+
+    /// The current bytes of one file.
+    pub fn snapshot(&self, file: FileKind) -> Output {
         let bytes = match file {
             FileKind::Store => self.store.encode(),
             FileKind::Checkpoint => self.registry.encode(),
@@ -397,24 +437,19 @@ impl Gateway {
         if events.is_empty() {
             return;
         }
-        // Watch events: sequence numbers moved on, so checkpoint them before
-        // the events can be delivered, or a restart would reuse a delivered
-        // (run, seq) and the next notification would be discarded as a
-        // duplicate (PROC-2). Completions: the run has left the registry, so
-        // the delivery log must hold the completion before the checkpoint
-        // forgets the run, or a crash in between loses it (PROC-8); recovery
-        // recognises such a run by its recorded sequence (Registry::restore).
-        let completes = events
-            .iter()
-            .any(|e| matches!(e.kind, crate::registry::EventKind::Completion { .. }));
-        if !completes {
-            out.push(self.persist(FileKind::Checkpoint));
-        }
+        // The delivery log is written first, then the checkpoint (PROC-8):
+        // after a crash in between, the log holds a completion whose run the
+        // checkpoint still lists, or an event whose sequence number it has
+        // not seen; recovery reconciles both (Registry::restore). The other
+        // order would lose a completion whose run the checkpoint had dropped.
         for e in events {
             let n_id = NotificationId::Process {
                 run: e.run,
                 seq: e.seq,
             };
+            if matches!(e.kind, crate::registry::EventKind::Completion { .. }) {
+                self.delivery.record_completion(e.run);
+            }
             if fault::active(&self.config, Fault::CompletionDedupByProcessId)
                 && matches!(e.kind, crate::registry::EventKind::Completion { .. })
                 && !self.completed_pids.insert(e.process_id.clone())
@@ -472,9 +507,7 @@ impl Gateway {
             }
         }
         out.push(self.persist(FileKind::Delivery));
-        if completes {
-            out.push(self.persist(FileKind::Checkpoint));
-        }
+        out.push(self.persist(FileKind::Checkpoint));
     }
 
     /// Sends whatever is due — on every input, idle ticks included

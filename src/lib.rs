@@ -27,6 +27,7 @@ pub mod persist;
 pub mod registry;
 pub mod router;
 pub mod simfs;
+pub mod soak;
 pub mod store;
 pub mod text;
 

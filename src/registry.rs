@@ -423,30 +423,34 @@ impl Registry {
     /// run's OS process survived; those that did not yield a `Lost`
     /// completion to their origin if one was promised (PROC-8).
     ///
-    /// `recorded(run)` is the highest sequence number the delivery log holds
-    /// for the run. A completion is made durable in the delivery log *before*
-    /// the checkpoint drops its run (and a watch event after the checkpoint
-    /// advanced its sequence), so a run whose recorded sequence reaches the
-    /// checkpoint's next one finished before the crash with its completion
-    /// safe: it is dropped, not reported `lost` a second time.
+    /// The delivery log is written before the checkpoint (PROC-8), so after
+    /// a crash between the two it may be ahead: `log.completed(run)` says the
+    /// run's completion is already held (the run finished: it is dropped, not
+    /// reported `lost` a second time); `log.seq(run)` is the highest sequence
+    /// number the log holds for it (the run's next event continues after
+    /// it); `log.max_run` the highest run id it mentions (never reissued).
     pub fn restore(
         bytes: &[u8],
         limits: Limits,
         now_ms: u64,
-        recorded: impl Fn(RunId) -> Option<u32>,
+        log: &RecordedLog<'_>,
         mut alive: impl FnMut(RunId, &SpawnRequest) -> bool,
     ) -> Result<(Registry, Vec<ProcessEvent>), FileProblem> {
         let body: Body = persist::decode(FORMAT, VERSION, bytes)?;
         let mut reg = Registry::new(limits);
-        reg.next_run = body.next_run;
+        reg.next_run = body.next_run.max(log.max_run.map_or(0, |r| r + 1));
         for (run, p) in body.running {
             if run.0 >= body.next_run {
                 return Err(FileProblem::Corrupt {
                     detail: format!("run {} is not below next_run {}", run.0, body.next_run),
                 });
             }
-            if recorded(run).is_some_and(|seq| seq >= p.next_seq) {
+            if (log.completed)(run) {
                 continue; // finished, completion already durable
+            }
+            let mut p = p;
+            if let Some(seq) = (log.seq)(run) {
+                p.next_seq = p.next_seq.max(seq + 1);
             }
             reg.running.insert(run, p);
         }
@@ -464,6 +468,24 @@ impl Registry {
             );
         }
         Ok((reg, events))
+    }
+}
+
+/// What the delivery log knows about runs, for [`Registry::restore`].
+pub struct RecordedLog<'a> {
+    pub completed: &'a dyn Fn(RunId) -> bool,
+    pub seq: &'a dyn Fn(RunId) -> Option<u32>,
+    pub max_run: Option<u64>,
+}
+
+impl RecordedLog<'_> {
+    /// An empty log: nothing recorded.
+    pub fn empty() -> RecordedLog<'static> {
+        RecordedLog {
+            completed: &|_| false,
+            seq: &|_| None,
+            max_run: None,
+        }
     }
 }
 

@@ -207,8 +207,8 @@ fn sec_1_any_ids_any_output_every_notification_goes_home_with_its_own_output() {
 }
 
 /// SEC-2: a delivery log that holds a notification the gateway could not
-/// have produced — a thread with no lane, a run never issued — is refused
-/// at recovery as corrupt, naming the file; nothing from it is sent.
+/// have produced — addressed to a thread with no lane — is refused at
+/// recovery as corrupt, naming the file; nothing from it is sent.
 #[test]
 fn sec_2_a_forged_delivery_log_is_refused_not_sent() {
     use procroute::gateway::FileKind;
@@ -283,9 +283,26 @@ fn sec_2_a_forged_delivery_log_is_refused_not_sent() {
     let chat = serde_json::to_string(home.chat_id().as_str()).expect("json");
     let elsewhere = text.replace(&chat, "\"someone-else\"");
     assert_ne!(elsewhere, text, "the chat id is in the log");
-    let forged_run = text.replace(&format!("\"run\":{}", run.0), "\"run\":999");
-    assert_ne!(forged_run, text, "the run id is in the log");
-    for (what, bytes) in [("elsewhere", elsewhere), ("forged run", forged_run)] {
+    // A log from another gateway (its lanes are not ours) is refused too.
+    let mut other = Gateway::new(Config::default());
+    let stranger = gen::origin(&mut Rng::new(32));
+    let mut foreign = Vec::new();
+    for o in other.handle(0, Input::Shutdown) {
+        let _ = o;
+    }
+    other.handle(0, Input::Message { origin: stranger });
+    for o in other.handle(1, Input::Shutdown) {
+        if let Output::Persist {
+            file: FileKind::Delivery,
+            bytes,
+        } = o
+        {
+            foreign = bytes;
+        }
+    }
+    assert!(!foreign.is_empty());
+    let foreign = String::from_utf8(foreign).expect("json");
+    for (what, bytes) in [("elsewhere", elsewhere), ("foreign", foreign)] {
         match recover(bytes.as_bytes()) {
             Err((FileKind::Delivery, FileProblem::Corrupt { detail })) => {
                 assert!(detail.contains("notification"), "{what}: {detail}");
