@@ -106,7 +106,10 @@ pub fn decode_file(which: crate::gateway::FileKind, data: &[u8]) {
 #[cfg(feature = "arbitrary")]
 #[derive(Debug, Clone, arbitrary::Arbitrary)]
 pub struct FuzzTrace {
-    pub threads: Vec<Origin>,
+    /// How many of `threads` the trace uses (1..=4).
+    pub thread_count: u8,
+    pub threads: [Origin; 4],
+    /// Last, so it takes the rest of the input.
     pub ops: Vec<FuzzOp>,
 }
 
@@ -141,20 +144,18 @@ pub enum FuzzOp {
 
 #[cfg(feature = "arbitrary")]
 impl FuzzTrace {
-    /// At most 4 threads, 6 process ids, 64 operations.
+    /// 1 to 4 threads, 6 process ids, at most 64 operations.
     pub fn to_trace(&self) -> Option<crate::conform::trace::Trace> {
         use crate::conform::trace::{quiescence, Trace, TraceOp};
         use crate::origin::RawOrigin;
+        let used = usize::from(self.thread_count % 4) + 1;
         let threads: Vec<RawOrigin> = self
             .threads
             .iter()
-            .take(4)
+            .take(used)
             .cloned()
             .map(RawOrigin::from)
             .collect();
-        if threads.is_empty() {
-            return None;
-        }
         let n = threads.len();
         let t = |i: u8| usize::from(i) % n;
         let p = |i: u8| format!("p{}", i % 6 + 1);
@@ -237,15 +238,24 @@ impl FuzzTrace {
 /// and the reference model judges it (INV-1..5, INV-7); any violation or
 /// execution error panics with the rendered timeline.
 pub fn trace_vs_model(trace: &crate::conform::trace::Trace) {
+    if let Err(why) = trace_vs_model_with(trace, crate::gateway::Config::default()) {
+        panic!("{why}");
+    }
+}
+
+/// [`trace_vs_model`] under a gateway configuration (tests switch on a
+/// historical fault to show the target catches it).
+pub fn trace_vs_model_with(
+    trace: &crate::conform::trace::Trace,
+    config: crate::gateway::Config,
+) -> Result<(), String> {
     use crate::conform::{render, trace};
-    let result = match trace::execute(trace) {
-        Ok(r) => r,
-        Err(e) => panic!("execution failed: {e}"),
-    };
+    let result =
+        trace::execute_with(trace, config).map_err(|e| format!("execution failed: {e}"))?;
     let v = trace::judge(trace, &result);
-    assert!(
-        v.is_empty(),
-        "{v:?}\n{}",
-        render::timeline_text(trace, &result)
-    );
+    if v.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{v:?}\n{}", render::timeline_text(trace, &result)))
+    }
 }
