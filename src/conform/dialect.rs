@@ -80,17 +80,21 @@ pub enum Family {
     /// A thread moved into the chat id with the dialect's separator: chat
     /// `X` thread `Y` vs chat `X:thread:Y` / `X:Y` with no thread.
     ColonJoin,
+    /// A thread id vs the same value as the user of a thread-less origin in
+    /// the same group (hermes' `group:-100:42`: topic 42 or user 42?).
+    ThreadUser,
     /// Independent generated origins: any two routes sharing a key.
     Generated,
 }
 
 impl Family {
-    pub const ALL: [Family; 6] = [
+    pub const ALL: [Family; 7] = [
         Family::ChatCase,
         Family::ThreadCase,
         Family::Whitespace,
         Family::ChatType,
         Family::ColonJoin,
+        Family::ThreadUser,
         Family::Generated,
     ];
 
@@ -101,6 +105,7 @@ impl Family {
             Family::Whitespace => "whitespace",
             Family::ChatType => "chat-type",
             Family::ColonJoin => "colon-join",
+            Family::ThreadUser => "thread-user",
             Family::Generated => "generated",
         }
     }
@@ -154,6 +159,14 @@ impl Family {
                         v.thread_id = None;
                         out.push(v);
                     }
+                }
+            }
+            Family::ThreadUser => {
+                if let (Some(t), false) = (&base.thread_id, base.chat_type == "dm") {
+                    let mut v = base.clone();
+                    v.thread_id = None;
+                    v.user_id = Some(t.clone());
+                    out.push(v);
                 }
             }
             Family::Generated => {

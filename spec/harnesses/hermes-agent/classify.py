@@ -30,7 +30,13 @@ VECTORS = {
     "H-PARSE-UNCHECKED": [
         "hermes-parse/err/empty-chat", "hermes-parse/err/chat-type", "hermes-parse/err/too-long",
     ],
+    # Key-dialect laws (P-10), one case per family.
+    "H-THREAD-USER": ["dialect/KEY-L1/thread-user", "dialect/KEY-L1/generated"],
+    "H-KEY-RAW": ["dialect/KEY-L1/colon-join"],
+    "H-WHATSAPP-CANON": ["dialect/KEY-L1/whitespace"],
 }
+# KEY-L2 reads routes with `_parse_session_key`: the parser finding.
+VECTORS["H-PARSE-AMBIGUOUS"].append("dialect/KEY-L2/roundtrip")
 BY_VECTOR = {v: f for f, vs in VECTORS.items() for v in vs}
 
 

@@ -109,6 +109,24 @@ def hermes_parse(case):
     }}
 
 
+def dialect_build(case):
+    """KEY-L1: hermes' own keys under its default policy (per-user groups)."""
+    got = hermes_build({"origin": case["origin"], "policy": {}})
+    return got
+
+
+def dialect_parse(case):
+    """KEY-L2: the route hermes' `_parse_session_key` reads out of a key —
+    what `_build_process_event_source` falls back to."""
+    got = gr._parse_session_key(case["key"])
+    if got is None or got.get("chat_type") not in ("dm", "group", "channel", "thread"):
+        return {"route": None}
+    route = {"platform": got["platform"], "chat_type": got["chat_type"], "chat_id": got["chat_id"]}
+    if got.get("thread_id"):
+        route["thread_id"] = got["thread_id"]
+    return {"route": route}
+
+
 def reply(obj):
     PROTO.write(json.dumps(obj) + "\n")
     PROTO.flush()
@@ -116,7 +134,7 @@ def reply(obj):
 
 def main():
     no_trace = trace_support()
-    ops = ["hermes_build", "hermes_parse"] + ([] if no_trace else ["trace"])
+    ops = ["hermes_build", "hermes_parse", "dialect_build", "dialect_parse"] + ([] if no_trace else ["trace"])
     unsupported = dict(UNSUPPORTED)
     if no_trace:
         unsupported["trace"] = no_trace
@@ -149,6 +167,10 @@ def main():
                     result = hermes_build(case)
                 elif op == "hermes_parse":
                     result = hermes_parse(case)
+                elif op == "dialect_build":
+                    result = dialect_build(case)
+                elif op == "dialect_parse":
+                    result = dialect_parse(case)
                 elif op == "trace" and not no_trace:
                     if drive is None:
                         import drive as drive_mod
