@@ -476,6 +476,10 @@ pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
     };
     let mut model = crate::model::Model::new();
     let mut run_of: BTreeMap<String, u64> = BTreeMap::new();
+    // Every run of a process id, with the step that spawned it: a second
+    // run may come from another thread, and the first run's notifications
+    // may arrive after it.
+    let mut runs_of: BTreeMap<String, Vec<(usize, u64)>> = BTreeMap::new();
     let mut running: BTreeSet<String> = BTreeSet::new();
     let thread = |i: usize| {
         trace.threads.get(i).map(|o| crate::model::Thread {
@@ -485,7 +489,7 @@ pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
             thread: o.thread_id.clone(),
         })
     };
-    for op in &trace.ops {
+    for (step, op) in trace.ops.iter().enumerate() {
         match op {
             TraceOp::Spawn {
                 thread: t,
@@ -496,6 +500,10 @@ pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
                 if let Some(home) = thread(*t) {
                     let run = model.spawn(home, process, *notify, !watch.is_empty());
                     run_of.insert(process.clone(), run);
+                    runs_of
+                        .entry(process.clone())
+                        .or_default()
+                        .push((step, run));
                     running.insert(process.clone());
                 }
             }
@@ -529,17 +537,28 @@ pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
         let Some(p) = d.process.as_deref() else {
             continue;
         };
-        let Some(run) = run_of.get(p) else {
-            bad("INV-1", format!("delivery about unknown process {p:?}"));
+        let homes: Vec<&crate::model::Thread> = runs_of
+            .get(p)
+            .into_iter()
+            .flatten()
+            .filter(|(spawned, _)| *spawned <= d.step)
+            .filter_map(|(_, run)| model.home(*run))
+            .collect();
+        if homes.is_empty() {
+            bad(
+                "INV-1",
+                format!("delivery about {p:?}, not spawned by step {}", d.step),
+            );
             continue;
-        };
-        let home = model.home(*run).expect("spawned").clone();
-        if !same(&d.destination, &home) {
+        }
+        if !homes.iter().any(|home| same(&d.destination, home)) {
             bad(
                 "INV-1",
                 format!(
                     "{p} {} went to {:?}, home {:?}",
-                    d.kind, d.destination, home
+                    d.kind,
+                    d.destination,
+                    homes.last().expect("not empty")
                 ),
             );
         }
