@@ -1,0 +1,122 @@
+//! Where gateways call procroute (divan): route resolution with the lane in
+//! the store and without; a full trace through registry → router →
+//! delivery (events per second); generated conformance traces through the
+//! built-in executor and judge (cases per second).
+//! Run: `cargo bench --bench pipeline`. Figures: BENCHMARKS.md.
+
+use divan::counter::ItemsCount;
+use divan::Bencher;
+use procroute::conform::trace;
+use procroute::gateway::{Config, Gateway, Input, Output};
+use procroute::gen::{self, Rng};
+use procroute::registry::Completion;
+use procroute::router;
+use procroute::store::{Lane, SessionStore};
+use procroute::{Origin, Policy};
+
+fn main() {
+    divan::main();
+}
+
+fn origins(n: usize) -> Vec<Origin> {
+    let mut rng = Rng::new(5);
+    (0..n).map(|_| gen::origin(&mut rng)).collect()
+}
+
+#[divan::bench(args = [true, false])]
+fn route_resolution(b: Bencher, lane_in_store: bool) {
+    let os = origins(1_000);
+    let policy = Policy::default();
+    let mut store = SessionStore::new(10_000);
+    if lane_in_store {
+        for o in &os {
+            store.observe(o, &policy, 0).expect("room");
+        }
+    }
+    let lanes: Vec<Lane> = os.iter().map(|o| Lane::of(o, &policy)).collect();
+    b.counter(ItemsCount::new(os.len())).bench(|| {
+        for (o, lane) in os.iter().zip(&lanes) {
+            divan::black_box(router::resolve_parts(&store, lane, Some(o)).expect("routes"));
+        }
+    });
+}
+
+/// Events per second through the sans-IO gateway: spawn, output (some
+/// matching), exit, with every send acknowledged; snapshots included.
+#[divan::bench(sample_count = 20)]
+fn gateway_events(b: Bencher) {
+    let os = origins(50);
+    let events: usize = 50 * (1 + 8 + 1);
+    b.counter(ItemsCount::new(events)).bench(|| {
+        let mut g = Gateway::new(Config::default());
+        let mut now = 0;
+        let ack = |g: &mut Gateway, out: Vec<Output>, now: u64| {
+            for o in out {
+                if let Output::Send(n) = o {
+                    g.handle(
+                        now,
+                        Input::Sent {
+                            id: n.id,
+                            error: None,
+                        },
+                    );
+                }
+            }
+        };
+        for (i, o) in os.iter().enumerate() {
+            let out = g.handle(
+                now,
+                Input::Spawn {
+                    origin: o.clone(),
+                    process_id: format!("p{i}"),
+                    command: "make".into(),
+                    watch_patterns: vec!["ERROR".into()],
+                    notify_on_exit: true,
+                },
+            );
+            let run = out
+                .iter()
+                .find_map(|x| match x {
+                    Output::Spawned { run, .. } => Some(*run),
+                    _ => None,
+                })
+                .expect("spawned");
+            for k in 0..8 {
+                now += 2_000;
+                let chunk = if k % 4 == 0 { "ERROR: x\n" } else { "ok\n" };
+                let out = g.handle(
+                    now,
+                    Input::Output {
+                        run,
+                        chunk: chunk.into(),
+                    },
+                );
+                ack(&mut g, out, now);
+            }
+            let out = g.handle(
+                now,
+                Input::Finished {
+                    run,
+                    completion: Completion::Exited { code: 0 },
+                },
+            );
+            ack(&mut g, out, now);
+        }
+        divan::black_box(g.stats().routed_from_store);
+    });
+}
+
+/// Generated conformance traces (up to 32 steps) executed and judged
+/// in-process: the ceiling of what `conform` can do per second.
+#[divan::bench(sample_count = 10)]
+fn conformance_cases(b: Bencher) {
+    let ts: Vec<_> = (0..200)
+        .map(|n| trace::generate(24301 * 1_000_003 + n, 32))
+        .collect();
+    b.counter(ItemsCount::new(ts.len())).bench(|| {
+        for t in &ts {
+            let r = trace::execute(t).expect("runs");
+            assert!(trace::judge(t, &r).is_empty());
+        }
+    });
+}
