@@ -30,6 +30,7 @@ pub mod simfs;
 pub mod soak;
 pub mod store;
 pub mod text;
+pub mod timing;
 
 pub use key::{KeyError, KeyFields, Policy, Profile};
 pub use origin::{ChatType, Id, Origin, OriginError, Platform};

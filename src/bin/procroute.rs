@@ -96,6 +96,13 @@ enum Command {
         #[arg(long, default_value_t = 10_000)]
         cases: usize,
     },
+    /// Time procroute's key, parse and routing operations over a corpus
+    /// (`keys-corpus` lines on stdin); prints JSON (median/min/max ns per
+    /// call). The Rust side of spec/harnesses/hermes-agent/side_by_side.py.
+    Timeit {
+        #[arg(long, default_value_t = 15)]
+        rounds: usize,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -244,6 +251,23 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
+            }
+        }
+        Command::Timeit { rounds } => {
+            let mut corpus = String::new();
+            if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut corpus) {
+                eprintln!("procroute: reading the corpus: {e}");
+                return ExitCode::from(2);
+            }
+            match procroute::timing::run(&corpus, rounds.max(1)) {
+                Ok(v) => {
+                    println!("{v}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("procroute: corpus {e}");
+                    ExitCode::from(2)
+                }
             }
         }
         Command::KeysCorpus { seed, cases } => match keys_corpus(seed, cases) {
