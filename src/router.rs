@@ -82,18 +82,15 @@ pub fn resolve_parts(
     captured: Option<&Origin>,
 ) -> Result<Routed, DropReason> {
     if let Some(entry) = store.get(lane) {
-        let stored = Destination::of(&entry.origin);
-        if let Some(c) = captured.map(Destination::of) {
-            if c != stored {
-                return Err(DropReason::OriginConflict {
-                    lane: lane.clone(),
-                    stored: Box::new(stored),
-                    captured: Box::new(c),
-                });
-            }
+        if let Some(c) = captured.filter(|c| !same_thread(&entry.origin, c)) {
+            return Err(DropReason::OriginConflict {
+                lane: lane.clone(),
+                stored: Box::new(Destination::of(&entry.origin)),
+                captured: Box::new(Destination::of(c)),
+            });
         }
         return Ok(Routed {
-            destination: stored,
+            destination: Destination::of(&entry.origin),
             source: RouteSource::Store,
         });
     }
@@ -112,6 +109,15 @@ pub fn resolve_parts(
             lane: lane.clone(),
             why,
         })
+}
+
+/// Whether two origins name the same thread: `Destination::of(a) ==
+/// Destination::of(b)`, without building either.
+fn same_thread(a: &Origin, b: &Origin) -> bool {
+    a.platform() == b.platform()
+        && a.chat_type() == b.chat_type()
+        && a.chat_id() == b.chat_id()
+        && a.thread_id() == b.thread_id()
 }
 
 /// ROUTE-3: a destination from a lane alone. Lanes are canonical keys,
