@@ -858,3 +858,75 @@ fn store_5_unreadable_files_are_io_errors_naming_the_file() {
     assert!(err.to_string().contains("a-directory"), "{err}");
     assert!(path.is_dir(), "left as it was");
 }
+
+/// STORE-1, STORE-2: every new lane gets its own conversation id, and the
+/// store counts its lanes.
+#[test]
+fn store_1_new_lanes_get_distinct_conversations_and_are_counted() {
+    let mut s = SessionStore::new(10);
+    assert!(s.is_empty());
+    let mut conversations = std::collections::BTreeSet::new();
+    for (i, t) in ["1", "2", "3"].iter().enumerate() {
+        let (lane, created) = s
+            .observe(&topic(t, "alice"), &Policy::default(), 0)
+            .expect("room");
+        assert!(created);
+        assert!(conversations.insert(s.get(&lane).expect("entry").conversation));
+        assert_eq!(s.len(), i + 1);
+    }
+    assert!(!s.is_empty());
+}
+
+/// STORE-5: a lane whose recorded origin differs in any one routing field
+/// (platform, chat type, chat id, thread id) is refused, and the limit on
+/// lanes is checked at its exact boundary. Errors name the lane (Display and
+/// Debug show the key).
+#[test]
+fn store_5_every_routing_field_is_checked_against_its_lane() {
+    let mut s = SessionStore::new(10);
+    let (lane, _) = s
+        .observe(&topic("42", "alice"), &Policy::default(), 1)
+        .expect("room");
+    let text = String::from_utf8(s.encode()).expect("utf8");
+    let origin_field = |field: &str, from: &str, to: &str| {
+        let needle = format!("\"{field}\":\"{from}\"");
+        // Only inside the recorded origin: the lane key has no `"field":`.
+        assert!(text.contains(&needle), "{needle} not in {text}");
+        text.replace(&needle, &format!("\"{field}\":\"{to}\""))
+    };
+    let chat = topic("42", "alice").chat_id().as_str().to_owned();
+    for (what, bytes) in [
+        ("platform", origin_field("platform", "telegram", "discord")),
+        ("chat type", origin_field("chat_type", "group", "channel")),
+        ("chat id", origin_field("chat_id", &chat, "-100999")),
+        ("thread id", origin_field("thread_id", "42", "43")),
+    ] {
+        match SessionStore::decode(bytes.as_bytes(), 10) {
+            Err(FileProblem::Corrupt { detail }) => {
+                assert!(detail.contains("does not match"), "{what}: {detail}");
+                assert!(
+                    detail.contains(lane.as_str()),
+                    "{what}: the error names the lane: {detail}"
+                );
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    // Exactly at the limit is fine; one lane over is not.
+    let mut two = SessionStore::new(2);
+    two.observe(&topic("1", "a"), &Policy::default(), 0)
+        .expect("room");
+    two.observe(&topic("2", "a"), &Policy::default(), 0)
+        .expect("room");
+    let bytes = two.encode();
+    assert_eq!(
+        SessionStore::decode(&bytes, 2).expect("at the limit").len(),
+        2
+    );
+    assert!(matches!(
+        SessionStore::decode(&bytes, 1),
+        Err(FileProblem::Corrupt { .. })
+    ));
+    assert_eq!(format!("{lane}"), lane.as_str());
+    assert_eq!(format!("{lane:?}"), format!("{:?}", lane.as_str()));
+}
