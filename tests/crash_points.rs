@@ -80,9 +80,8 @@ fn crash_points(n: usize) -> Vec<usize> {
     }
 }
 
-fn hunt(make_fs: impl Fn() -> SimFs, cases: usize) -> (usize, usize, Vec<String>) {
+fn hunt(make_fs: impl Fn() -> SimFs, cases: usize) -> (usize, Vec<String>) {
     let mut runs = 0;
-    let mut crashed = 0;
     let mut bad = Vec::new();
     for seed in 0..cases as u64 {
         let t = trace::generate(0xC4A5 ^ seed, 24);
@@ -95,16 +94,15 @@ fn hunt(make_fs: impl Fn() -> SimFs, cases: usize) -> (usize, usize, Vec<String>
                 if let Some(v) = check(&t, fs.clone(), point, seed * 2 + image) {
                     bad.push(v);
                 }
-                crashed += 1;
             }
         }
     }
-    (runs, crashed, bad)
+    (runs, bad)
 }
 
 #[test]
 fn store_4_deliver_6_no_crash_point_misroutes_duplicates_or_loses() {
-    let (runs, _, bad) = hunt(SimFs::new, traces());
+    let (runs, bad) = hunt(SimFs::new, traces());
     eprintln!("{} traces, {runs} crash runs", traces());
     assert!(runs > 1_000, "only {runs} crash runs");
     assert!(
@@ -120,7 +118,7 @@ fn a_disk_whose_fsync_lies_is_caught() {
     // The same property on a disk that acknowledges fsync without making
     // anything durable: crash images then hold torn or vanished files, and
     // recovery either refuses them (typed error) or loses a promise.
-    let (runs, _, bad) = hunt(SimFs::lying, 20);
+    let (runs, bad) = hunt(SimFs::lying, 20);
     assert!(
         !bad.is_empty(),
         "{runs} crash runs on a lying disk found nothing"

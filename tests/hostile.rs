@@ -287,9 +287,6 @@ fn sec_2_a_forged_delivery_log_is_refused_not_sent() {
     let mut other = Gateway::new(Config::default());
     let stranger = gen::origin(&mut Rng::new(32));
     let mut foreign = Vec::new();
-    for o in other.handle(0, Input::Shutdown) {
-        let _ = o;
-    }
     other.handle(0, Input::Message { origin: stranger });
     for o in other.handle(1, Input::Shutdown) {
         if let Output::Persist {
