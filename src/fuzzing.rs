@@ -8,6 +8,11 @@ use crate::origin::Origin;
 /// `fuzz_targets/key_parse.rs`: arbitrary bytes (KEY-1, KEY-C6, KEY-H3).
 pub fn key_parse(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
+    assert_eq!(
+        crate::key::fast_head(&text),
+        crate::key::parse_head_checked(&text).ok(),
+        "the fast head parser disagrees with the checked one"
+    );
     if let Ok(fields) = canonical::parse(&text) {
         let rebuilt = canonical::build_fields(&fields);
         assert_eq!(rebuilt, text, "KEY-C6: build(parse(k)) != k");

@@ -7,6 +7,7 @@
 //! is to be handed one.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -74,7 +75,7 @@ pub enum OriginError {
 /// An opaque, non-empty id of at most [`MAX_ID_BYTES`] bytes.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Id(String);
+pub struct Id(Arc<str>);
 
 impl Id {
     /// Validates `value` as an id for `field`.
@@ -90,7 +91,7 @@ impl Id {
                 max: MAX_ID_BYTES,
             });
         }
-        Ok(Id(value))
+        Ok(Id(value.into()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -107,7 +108,7 @@ impl TryFrom<String> for Id {
 
 impl From<Id> for String {
     fn from(id: Id) -> String {
-        id.0
+        id.0.as_ref().to_owned()
     }
 }
 
@@ -128,13 +129,13 @@ impl fmt::Display for Id {
 /// case platform is an error, never silently folded.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Platform(String);
+pub struct Platform(Arc<str>);
 
 impl Platform {
     pub fn new(value: impl Into<String>) -> Result<Platform, OriginError> {
         let value = value.into();
         match platform_token_problem(&value) {
-            None => Ok(Platform(value)),
+            None => Ok(Platform(value.into())),
             Some(Problem::Empty) => Err(OriginError::Empty {
                 field: Field::Platform,
             }),
@@ -158,9 +159,12 @@ impl Platform {
     /// True for hermes-agent's WhatsApp platform, whose key builder
     /// canonicalises ids (see `key::hermes`).
     pub fn is_whatsapp(&self) -> bool {
-        self.0 == "whatsapp"
+        &*self.0 == WHATSAPP
     }
 }
+
+/// hermes-agent's WhatsApp platform token.
+pub(crate) const WHATSAPP: &str = "whatsapp";
 
 pub(crate) enum Problem {
     Empty,
@@ -196,7 +200,7 @@ impl TryFrom<String> for Platform {
 
 impl From<Platform> for String {
     fn from(p: Platform) -> String {
-        p.0
+        p.0.as_ref().to_owned()
     }
 }
 

@@ -6,7 +6,7 @@
 //! origin recorded when a lane is created is kept for the life of the lane;
 //! `/new` starts a new conversation on the same lane and keeps the origin.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +19,13 @@ use crate::persist::{self, FileProblem};
 pub const DEFAULT_MAX_LANES: usize = 1_000_000;
 
 const FORMAT: &str = "procroute.store";
+
+/// Lanes are hashed with foldhash seeded at random per store: several times
+/// faster than SipHash on 50–500-byte keys, and still seeded, so ids chosen
+/// by a hostile server (Matrix room and event ids are) cannot be aimed at
+/// one bucket without learning the seed. Iteration order is therefore
+/// arbitrary; nothing depends on it (encode sorts).
+type LaneHasher = foldhash::quality::RandomState;
 const VERSION: u64 = 1;
 
 /// A session key in the canonical dialect.
@@ -73,9 +80,16 @@ struct Body {
     lanes: Vec<(Lane, Entry)>,
 }
 
+/// [`Body`] borrowed, for encoding without cloning every entry.
+#[derive(Serialize)]
+struct BodyRef<'a> {
+    next_conversation: u64,
+    lanes: Vec<(&'a Lane, &'a Entry)>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionStore {
-    lanes: BTreeMap<Lane, Entry>,
+    lanes: HashMap<Lane, Entry, LaneHasher>,
     next_conversation: u64,
     max_lanes: usize,
 }
@@ -89,7 +103,7 @@ impl Default for SessionStore {
 impl SessionStore {
     pub fn new(max_lanes: usize) -> SessionStore {
         SessionStore {
-            lanes: BTreeMap::new(),
+            lanes: HashMap::default(),
             next_conversation: 1,
             max_lanes,
         }
@@ -158,22 +172,22 @@ impl SessionStore {
         self.lanes.is_empty()
     }
 
+    /// Every lane and its entry, in no particular order.
     pub fn lanes(&self) -> impl Iterator<Item = (&Lane, &Entry)> {
         self.lanes.iter()
     }
 
-    /// The versioned file image (STORE-4).
+    /// The versioned file image (STORE-4): lanes in key order, so equal
+    /// stores have equal images.
     pub fn encode(&self) -> Vec<u8> {
+        let mut lanes: Vec<(&Lane, &Entry)> = self.lanes.iter().collect();
+        lanes.sort_unstable_by(|a, b| a.0.cmp(b.0));
         persist::encode(
             FORMAT,
             VERSION,
-            &Body {
+            &BodyRef {
                 next_conversation: self.next_conversation,
-                lanes: self
-                    .lanes
-                    .iter()
-                    .map(|(l, e)| (l.clone(), e.clone()))
-                    .collect(),
+                lanes,
             },
         )
     }
@@ -183,7 +197,7 @@ impl SessionStore {
     /// some policy, so a tampered file cannot re-point a lane (STORE-5).
     pub fn decode(bytes: &[u8], max_lanes: usize) -> Result<SessionStore, FileProblem> {
         let body: Body = persist::decode(FORMAT, VERSION, bytes)?;
-        let mut lanes = BTreeMap::new();
+        let mut lanes = HashMap::default();
         for (lane, entry) in body.lanes {
             let parsed = canonical::parse(lane.as_str()).map_err(|e| FileProblem::Corrupt {
                 detail: format!("lane {lane}: {e}"),

@@ -17,7 +17,7 @@
 //! character that should have been escaped is an error. That makes every
 //! valid key the image of exactly one [`KeyFields`] (`build ∘ parse = id`).
 
-use crate::key::{parse_head, KeyError, KeyErrorKind, KeyFields, Part, Segment};
+use crate::key::{parse_head, KeyError, KeyErrorKind, KeyFields, Part, Segment, Segments};
 use crate::key::{user_is_keyed, Policy, MAX_KEY_BYTES};
 use crate::origin::{ChatType, Field, Id, Origin, Platform, MAX_ID_BYTES};
 
@@ -116,15 +116,21 @@ fn write_key(
 
 /// Parses a canonical key back into exactly the fields it was built from.
 pub fn parse(key: &str) -> Result<KeyFields, KeyError> {
-    let (namespace, platform, chat_type, tail) = parse_head(key)?;
-    let mut rest = tail.iter();
+    let head = parse_head(key)?;
+    let chat_type = head.chat_type;
+    let mut rest = head.tail.into_iter().flat_map(|tail| {
+        Segments::new(tail.text).map(move |seg| Segment {
+            text: seg.text,
+            start: tail.start + seg.start,
+        })
+    });
     let Some(chat) = rest.next() else {
         return Err(KeyError::at(
             key.len(),
             KeyErrorKind::Missing { part: Part::ChatId },
         ));
     };
-    let chat_id = decode(*chat, Field::ChatId)?;
+    let chat_id = decode(chat, Field::ChatId)?;
     let mut thread_id = None;
     let mut user_id = None;
     let mut last = Part::ChatId;
@@ -149,7 +155,7 @@ pub fn parse(key: &str) -> Result<KeyFields, KeyError> {
             user_id = Some(decode(user_seg, Field::UserId)?);
             last = Part::UserId;
         } else if thread_id.is_none() {
-            thread_id = Some(decode(*seg, Field::ThreadId)?);
+            thread_id = Some(decode(seg, Field::ThreadId)?);
             last = Part::ThreadId;
         } else {
             return Err(KeyError::at(
@@ -162,8 +168,8 @@ pub fn parse(key: &str) -> Result<KeyFields, KeyError> {
         }
     }
     Ok(KeyFields {
-        namespace,
-        platform,
+        namespace: head.namespace.to_owned(),
+        platform: Platform::new(head.platform).expect("parse_head validated the platform"),
         chat_type,
         chat_id,
         thread_id,

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::key::{
     parse_head, user_is_keyed, Determined, KeyError, KeyErrorKind, Part, Policy, Uncertain,
 };
-use crate::origin::{ChatType, Field, Id, Origin, Platform, MAX_ID_BYTES};
+use crate::origin::{ChatType, Field, Id, Origin, Platform, MAX_ID_BYTES, WHATSAPP};
 
 /// hermes-agent would raise instead of returning a key (KEY-H2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
@@ -153,7 +153,43 @@ pub struct HermesParsed {
     pub user_id: Determined,
 }
 
+/// [`HermesParsed`] borrowed from the key: the same determination, with no
+/// allocation. What a router on the hot path reads ([`parse_view`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HermesView<'a> {
+    pub namespace: &'a str,
+    /// A valid platform token.
+    pub platform: &'a str,
+    pub chat_type: ChatType,
+    /// A known chat id is non-empty and at most `MAX_ID_BYTES` long.
+    pub chat_id: Determined<&'a str>,
+    pub thread_id: Determined<&'a str>,
+    pub user_id: Determined<&'a str>,
+}
+
+impl HermesView<'_> {
+    /// The owned form. Cannot fail: [`parse_view`] validated every part.
+    pub fn to_parsed(&self) -> HermesParsed {
+        let id = |field, v: &str| Id::new(field, v).expect("parse_view validated the id");
+        HermesParsed {
+            namespace: self.namespace.to_owned(),
+            platform: Platform::new(self.platform).expect("parse_view validated the platform"),
+            chat_type: self.chat_type,
+            chat_id: self.chat_id.map(|v| id(Field::ChatId, v)),
+            thread_id: self.thread_id.map(|v| id(Field::ThreadId, v)),
+            user_id: self.user_id.map(|v| id(Field::UserId, v)),
+        }
+    }
+}
+
 /// Parses a hermes key without ever returning a wrong field (KEY-H3).
+/// [`parse_view`] without the borrow.
+pub fn parse(key: &str) -> Result<HermesParsed, KeyError> {
+    parse_view(key).map(|v| v.to_parsed())
+}
+
+/// Parses a hermes key without ever returning a wrong field (KEY-H3), and
+/// without allocating unless the key is bad.
 ///
 /// The decision procedure (spec KEY-H4): let the tail be the segments after
 /// the chat type.
@@ -163,29 +199,31 @@ pub struct HermesParsed {
 ///   absent whatever the tail. No segment → error: the chat id is required.
 /// - WhatsApp dm: the chat slot holds a rewritten id. No segment → chat
 ///   unknown, thread and user absent; otherwise all three unknown.
-pub fn parse(key: &str) -> Result<HermesParsed, KeyError> {
-    let (namespace, platform, chat_type, tail) = parse_head(key)?;
-    let whatsapp_dm = platform.is_whatsapp() && chat_type == ChatType::Dm;
+///
+/// Only the head and the tail's first `:` are looked for: whether the tail
+/// has two segments or twenty, the answer is the same.
+pub fn parse_view(key: &str) -> Result<HermesView<'_>, KeyError> {
+    let head = parse_head(key)?;
+    let whatsapp_dm = head.platform == WHATSAPP && head.chat_type == ChatType::Dm;
     let unknown = |why| Determined::Unknown(why);
-    let (chat_id, thread_id, user_id) = match tail.len() {
-        0 if whatsapp_dm => (
+    let (chat_id, thread_id, user_id) = match head.tail {
+        None if whatsapp_dm => (
             unknown(Uncertain::WhatsAppCanonical),
             Determined::Absent,
             Determined::Absent,
         ),
-        0 => {
+        None => {
             return Err(KeyError::at(
                 key.len(),
                 KeyErrorKind::Missing { part: Part::ChatId },
             ))
         }
-        _ if whatsapp_dm => (
+        Some(_) if whatsapp_dm => (
             unknown(Uncertain::WhatsAppCanonical),
             unknown(Uncertain::WhatsAppCanonical),
             unknown(Uncertain::WhatsAppCanonical),
         ),
-        1 => {
-            let seg = tail[0];
+        Some(seg) if !has_colon(seg.text.as_bytes()) => {
             if seg.text.is_empty() {
                 return Err(KeyError::at(
                     seg.start,
@@ -202,32 +240,51 @@ pub fn parse(key: &str) -> Result<HermesParsed, KeyError> {
                     },
                 ));
             }
-            let id = Id::new(Field::ChatId, seg.text)
-                .map_err(|_| KeyError::at(seg.start, KeyErrorKind::Empty { part: Part::ChatId }))?;
             (
-                Determined::Known(id),
+                Determined::Known(seg.text),
                 Determined::Absent,
                 Determined::Absent,
             )
         }
-        _ => (
+        Some(_) => (
             unknown(Uncertain::ColonSplit),
             unknown(Uncertain::ColonSplit),
-            if chat_type == ChatType::Dm {
+            if head.chat_type == ChatType::Dm {
                 Determined::Absent
             } else {
                 unknown(Uncertain::ColonSplit)
             },
         ),
     };
-    Ok(HermesParsed {
-        namespace,
-        platform,
-        chat_type,
+    Ok(HermesView {
+        namespace: head.namespace,
+        platform: head.platform,
+        chat_type: head.chat_type,
         chat_id,
         thread_id,
         user_id,
     })
+}
+
+/// Whether `bytes` holds a `:`, eight bytes at a time (SWAR), inlined:
+/// most tails are short ids, for which the set-up and dispatch of a
+/// vectorised search cost more than the search.
+#[inline(always)]
+fn has_colon(bytes: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const COLONS: u64 = u64::from_ne_bytes([b':'; 8]);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_ne_bytes(word) ^ COLONS;
+        // Some byte of x is zero (a `:`) iff this is non-zero.
+        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
+            return true;
+        }
+    }
+    chunks.remainder().contains(&b':')
 }
 
 /// What hermes-agent 0.19.0's own `gateway/run.py::_parse_session_key`

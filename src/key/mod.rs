@@ -158,36 +158,179 @@ impl KeyError {
 }
 
 /// One `:`-separated segment of a key and the byte offset it starts at.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Segment<'a> {
     pub text: &'a str,
     pub start: usize,
 }
 
-pub(crate) fn segments(key: &str) -> Vec<Segment<'_>> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for (i, b) in key.bytes().enumerate() {
-        if b == b':' {
-            out.push(Segment {
-                text: &key[start..i],
-                start,
-            });
-            start = i + 1;
-        }
-    }
-    out.push(Segment {
-        text: &key[start..],
-        start,
-    });
-    out
+/// The `:`-separated segments of `key`, left to right, without allocating.
+/// `rest` hands back everything not yet split as one segment, so a parser
+/// can split the head and look at the tail as a whole.
+#[derive(Debug, Clone)]
+pub(crate) struct Segments<'a> {
+    key: &'a str,
+    /// Start of the next segment; `None` once the last one was returned.
+    next: Option<usize>,
 }
 
-/// The common head of both dialects: `agent:<namespace>:<platform>:<chat type>`.
-/// Returns the namespace, platform, chat type and the remaining segments.
-pub(crate) fn parse_head<'a>(
-    key: &'a str,
-) -> Result<(String, Platform, ChatType, Vec<Segment<'a>>), KeyError> {
+impl<'a> Segments<'a> {
+    pub(crate) fn new(key: &'a str) -> Segments<'a> {
+        Segments { key, next: Some(0) }
+    }
+
+    /// The unsplit remainder as one segment (`None` when nothing is left).
+    pub(crate) fn rest(self) -> Option<Segment<'a>> {
+        let start = self.next?;
+        Some(Segment {
+            text: &self.key[start..],
+            start,
+        })
+    }
+}
+
+impl<'a> Iterator for Segments<'a> {
+    type Item = Segment<'a>;
+
+    fn next(&mut self) -> Option<Segment<'a>> {
+        let start = self.next?;
+        let rest = &self.key.as_bytes()[start..];
+        let end = match memchr::memchr(b':', rest) {
+            Some(i) => {
+                self.next = Some(start + i + 1);
+                start + i
+            }
+            None => {
+                self.next = None;
+                self.key.len()
+            }
+        };
+        Some(Segment {
+            text: &self.key[start..end],
+            start,
+        })
+    }
+}
+
+/// The common head of both dialects, `agent:<namespace>:<platform>:<chat
+/// type>`, validated, and the unsplit tail after it (`None` when the key
+/// ends right after the chat type). Borrows from the key; allocates
+/// nothing unless it reports an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Head<'a> {
+    pub namespace: &'a str,
+    /// A valid platform token (ORIGIN-2).
+    pub platform: &'a str,
+    pub chat_type: ChatType,
+    pub tail: Option<Segment<'a>>,
+}
+
+/// [`parse_head_checked`], fast: one pass over the head with a byte-class
+/// table, validating while it looks for each `:`. A key it is not sure of
+/// goes to the checked path, which then accepts it or names what is wrong,
+/// so both paths always agree (`fast_head_agrees_with_the_checked_path`).
+#[inline]
+pub(crate) fn parse_head(key: &str) -> Result<Head<'_>, KeyError> {
+    match fast_head(key) {
+        Some(head) => Ok(head),
+        None => parse_head_checked(key),
+    }
+}
+
+/// Byte classes of the head's tokens (KEY-6): bit 1, a namespace (profile)
+/// byte `[a-z0-9_-]`; bit 2, a platform byte `[a-z0-9_]`; bit 4, a byte
+/// that may start a namespace `[a-z0-9]`; bit 8, one that may start a
+/// platform `[a-z]`.
+const HEAD_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        let lower = c.is_ascii_lowercase();
+        let digit = c.is_ascii_digit();
+        if lower || digit || c == b'_' || c == b'-' {
+            t[b] |= NS_BYTE;
+        }
+        if lower || digit || c == b'_' {
+            t[b] |= PLATFORM_BYTE;
+        }
+        if lower || digit {
+            t[b] |= NS_FIRST;
+        }
+        if lower {
+            t[b] |= PLATFORM_FIRST;
+        }
+        b += 1;
+    }
+    t
+};
+const NS_BYTE: u8 = 1;
+const PLATFORM_BYTE: u8 = 2;
+const NS_FIRST: u8 = 4;
+const PLATFORM_FIRST: u8 = 8;
+
+/// The token of `class` bytes starting at `from`, ending at a `:`, with a
+/// first byte of class `first` and at most `max` bytes. Returns the end
+/// (the `:`'s index), or `None` for anything else.
+#[inline(always)]
+fn head_token(bytes: &[u8], from: usize, class: u8, first: u8, max: usize) -> Option<usize> {
+    if HEAD_CLASS[*bytes.get(from)? as usize] & first == 0 {
+        return None;
+    }
+    let mut i = from + 1;
+    while i < bytes.len() && HEAD_CLASS[bytes[i] as usize] & class != 0 {
+        i += 1;
+    }
+    (i - from <= max && bytes.get(i) == Some(&b':')).then_some(i)
+}
+
+#[inline(always)]
+pub(crate) fn fast_head(key: &str) -> Option<Head<'_>> {
+    let bytes = key.as_bytes();
+    if key.len() > MAX_KEY_BYTES || !bytes.starts_with(b"agent:") {
+        return None;
+    }
+    // Most keys are in the default namespace: one compare instead of a scan.
+    let ns_end = if bytes[6..].starts_with(b"main:") {
+        10
+    } else {
+        head_token(bytes, 6, NS_BYTE, NS_FIRST, MAX_PROFILE_BYTES)?
+    };
+    let plat_end = head_token(
+        bytes,
+        ns_end + 1,
+        PLATFORM_BYTE,
+        PLATFORM_FIRST,
+        MAX_PLATFORM_BYTES,
+    )?;
+    let ct_start = plat_end + 1;
+    let after = &bytes[ct_start..];
+    let (chat_type, len) = match after.first()? {
+        b'd' if after.starts_with(b"dm") => (ChatType::Dm, 2),
+        b'g' if after.starts_with(b"group") => (ChatType::Group, 5),
+        b'c' if after.starts_with(b"channel") => (ChatType::Channel, 7),
+        b't' if after.starts_with(b"thread") => (ChatType::Thread, 6),
+        _ => return None,
+    };
+    let tail = match after.get(len) {
+        None => None,
+        Some(b':') => Some(Segment {
+            text: &key[ct_start + len + 1..],
+            start: ct_start + len + 1,
+        }),
+        Some(_) => return None,
+    };
+    Some(Head {
+        namespace: &key[6..ns_end],
+        platform: &key[ns_end + 1..plat_end],
+        chat_type,
+        tail,
+    })
+}
+
+/// The head parser that names every problem; the reference for
+/// [`fast_head`].
+pub(crate) fn parse_head_checked(key: &str) -> Result<Head<'_>, KeyError> {
     if key.len() > MAX_KEY_BYTES {
         return Err(KeyError::at(
             MAX_KEY_BYTES,
@@ -197,11 +340,11 @@ pub(crate) fn parse_head<'a>(
             },
         ));
     }
-    let segs = segments(key);
-    if segs[0].text != "agent" || segs.len() < 2 {
+    let mut segs = Segments::new(key);
+    let prefix = segs.next().map(|s| s.text);
+    let Some(ns) = segs.next().filter(|_| prefix == Some("agent")) else {
         return Err(KeyError::at(0, KeyErrorKind::MissingPrefix));
-    }
-    let ns = segs[1];
+    };
     if let Some(reason) = policy::profile_problem(ns.text) {
         let kind = if ns.text.is_empty() {
             KeyErrorKind::Empty {
@@ -216,7 +359,7 @@ pub(crate) fn parse_head<'a>(
         };
         return Err(KeyError::at(ns.start, kind));
     }
-    let Some(plat) = segs.get(2) else {
+    let Some(plat) = segs.next() else {
         return Err(KeyError::at(
             key.len(),
             KeyErrorKind::Missing {
@@ -242,15 +385,7 @@ pub(crate) fn parse_head<'a>(
         };
         return Err(KeyError::at(plat.start, kind));
     }
-    let platform = Platform::new(plat.text).map_err(|_| {
-        KeyError::at(
-            plat.start,
-            KeyErrorKind::Empty {
-                part: Part::Platform,
-            },
-        )
-    })?;
-    let Some(ct) = segs.get(3) else {
+    let Some(ct) = segs.next() else {
         return Err(KeyError::at(
             key.len(),
             KeyErrorKind::Missing {
@@ -266,15 +401,20 @@ pub(crate) fn parse_head<'a>(
             },
         ));
     };
-    Ok((ns.text.to_owned(), platform, chat_type, segs[4..].to_vec()))
+    Ok(Head {
+        namespace: ns.text,
+        platform: plat.text,
+        chat_type,
+        tail: segs.rest(),
+    })
 }
 
 /// What a hermes key says about one field (KEY-H3).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", content = "value", rename_all = "snake_case")]
-pub enum Determined {
+pub enum Determined<T = Id> {
     /// The key determines the value with certainty.
-    Known(Id),
+    Known(T),
     /// The key determines that the field is not in the key. For a thread
     /// this means the origin had none; for a user it means the user is not
     /// keyed (the origin may still have one).
@@ -283,11 +423,19 @@ pub enum Determined {
     Unknown(Uncertain),
 }
 
-impl Determined {
-    pub fn known(&self) -> Option<&Id> {
+impl<T> Determined<T> {
+    pub fn known(&self) -> Option<&T> {
         match self {
             Determined::Known(id) => Some(id),
             _ => None,
+        }
+    }
+
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Determined<U> {
+        match self {
+            Determined::Known(v) => Determined::Known(f(v)),
+            Determined::Absent => Determined::Absent,
+            Determined::Unknown(why) => Determined::Unknown(why),
         }
     }
 }
@@ -302,4 +450,105 @@ pub enum Uncertain {
     /// hermes-agent rewrote a WhatsApp id (JID suffix and device cut, or a
     /// fallback to the sender or thread id): the original is gone.
     WhatsAppCanonical,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Heads near the edge of validity: each token drawn from valid,
+    /// almost-valid and boundary-length spellings, then an optional tail.
+    fn heads() -> impl Strategy<Value = String> {
+        let prefix = prop_oneof![
+            Just("agent"),
+            Just("agen"),
+            Just("Agent"),
+            Just("agentx"),
+            Just("")
+        ];
+        let ns = prop_oneof![
+            Just("main".to_owned()),
+            Just("mainx".to_owned()),
+            Just("Main".to_owned()),
+            Just("".to_owned()),
+            "[a-z0-9][a-z0-9_-]{0,6}",
+            "[a-z0-9_A-Z-]{1,4}",
+            Just("a".repeat(MAX_PROFILE_BYTES)),
+            Just("a".repeat(MAX_PROFILE_BYTES + 1)),
+        ];
+        let platform = prop_oneof![
+            Just("telegram".to_owned()),
+            Just("".to_owned()),
+            "[a-z][a-z0-9_]{0,8}",
+            "[a-z0-9_A-Z-]{1,4}",
+            Just("p".repeat(MAX_PLATFORM_BYTES)),
+            Just("p".repeat(MAX_PLATFORM_BYTES + 1)),
+        ];
+        let chat_type = prop_oneof![
+            Just("dm"),
+            Just("group"),
+            Just("channel"),
+            Just("thread"),
+            Just("d"),
+            Just("dmx"),
+            Just("groups"),
+            Just("Thread"),
+            Just(""),
+        ];
+        let tail = proptest::option::of("[a-z:%~ ]{0,8}");
+        (prefix, ns, platform, chat_type, tail, 0usize..6).prop_map(
+            |(prefix, ns, platform, chat_type, tail, cut)| {
+                let mut parts = vec![prefix.to_owned(), ns, platform, chat_type.to_owned()];
+                parts.truncate(cut.clamp(1, 4));
+                let mut key = parts.join(":");
+                if let (Some(tail), true) = (tail, cut >= 4) {
+                    key.push(':');
+                    key.push_str(&tail);
+                }
+                key
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// The fast head parser is exact: it accepts precisely the heads the
+        /// checked parser accepts, with the same parts, so the fast path can
+        /// neither accept a bad key nor fall back on a good one.
+        #[test]
+        fn fast_head_agrees_with_the_checked_path(key in heads()) {
+            prop_assert_eq!(fast_head(&key), parse_head_checked(&key).ok());
+        }
+
+        #[test]
+        fn fast_head_agrees_on_any_text(key in ".{0,40}") {
+            prop_assert_eq!(fast_head(&key), parse_head_checked(&key).ok());
+        }
+    }
+
+    #[test]
+    fn segments_split_like_str_split_and_keep_offsets() {
+        for key in ["", ":", "a", "a:", ":a", "a::b", "agent:main:x:dm:1:2:3"] {
+            let segs: Vec<Segment<'_>> = Segments::new(key).collect();
+            let texts: Vec<&str> = segs.iter().map(|s| s.text).collect();
+            assert_eq!(texts, key.split(':').collect::<Vec<_>>(), "{key:?}");
+            for s in &segs {
+                assert_eq!(&key[s.start..s.start + s.text.len()], s.text);
+            }
+        }
+        let mut it = Segments::new("a:b:c");
+        it.next();
+        assert_eq!(
+            it.rest(),
+            Some(Segment {
+                text: "b:c",
+                start: 2
+            })
+        );
+        let mut done = Segments::new("a");
+        done.next();
+        assert_eq!(done.rest(), None);
+    }
 }
