@@ -120,3 +120,33 @@ fn conformance_cases(b: Bencher) {
         }
     });
 }
+
+/// The same generated traces over the protocol: `conform`'s trace stage
+/// against the built-in harness (`procroute harness`, a child process),
+/// JSON lines both ways, judged by the runner. Includes the harness's start.
+#[divan::bench(sample_count = 5)]
+fn conformance_cases_over_the_protocol(b: Bencher) {
+    use procroute::conform::runner::{run_traces, TraceRun};
+    let cfg = TraceRun {
+        seed: 24301,
+        cases: 500,
+        max_steps: 32,
+        save_dir: None,
+        max_shrink_runs: 0,
+        svg: None,
+        validate: false,
+        known: Vec::new(),
+    };
+    let exe = env!("CARGO_BIN_EXE_procroute");
+    b.counter(ItemsCount::new(cfg.cases)).bench(|| {
+        let outcomes = run_traces(
+            exe,
+            &["harness".to_owned()],
+            &cfg,
+            std::time::Duration::from_secs(10),
+            |_| true,
+        )
+        .expect("the built-in harness runs");
+        assert!(outcomes.iter().all(|o| o.passed), "a trace failed");
+    });
+}

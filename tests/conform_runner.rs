@@ -161,6 +161,43 @@ fn p8_generated_traces_pass_on_the_builtin_harness() {
     assert!(failed.is_empty(), "{failed:?}");
 }
 
+/// Trace replies take a typed fast path when `--validate` is off; a reply
+/// that is not exactly right still falls to the checks that name the fault.
+#[test]
+fn p5_bad_trace_replies_are_errored_without_validation_too() {
+    let relay = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/harnesses/relay.py");
+    let exe = env!("CARGO_BIN_EXE_procroute");
+    let cfg = runner::TraceRun {
+        validate: false,
+        max_shrink_runs: 0,
+        ..trace_run(5, 3)
+    };
+    for (mode, says) in [
+        ("wrongseq", "reply for seq"),
+        ("extra", "unknown field `note`"),
+    ] {
+        let out = runner::run_traces(
+            "python3",
+            &[
+                relay.to_owned(),
+                mode.to_owned(),
+                exe.to_owned(),
+                "harness".to_owned(),
+            ],
+            &cfg,
+            Duration::from_secs(10),
+            |_| true,
+        )
+        .expect("runs");
+        // An errored case restarts the harness, so each case meets a fresh
+        // relay and its first (broken) reply.
+        assert_eq!(out.len(), 3, "{mode}");
+        for o in &out {
+            assert!(!o.passed && detail(o).contains(says), "{mode}: {o:?}");
+        }
+    }
+}
+
 /// `--validate`: a reply with a field the schema does not allow is an
 /// errored case naming the field; the built-in harness validates clean (p1).
 #[test]

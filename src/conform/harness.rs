@@ -30,6 +30,21 @@ pub fn serve_with(
         let reply = if line.len() > MAX_LINE_BYTES {
             json!({"errored": format!("line of {} bytes exceeds {MAX_LINE_BYTES}", line.len())})
         } else {
+            if let Ok(run) = serde_json::from_str::<TraceRunIn>(&line) {
+                // The common case, typed end to end; anything else takes
+                // the general path, which also names what is wrong.
+                let reply = match super::trace::execute_with(&run.case.trace, config.clone()) {
+                    Ok(r) => serde_json::to_string(&TraceReplyOut {
+                        seq: run.seq,
+                        result: TraceResultOut { trace: &r },
+                    }),
+                    Err(e) => serde_json::to_string(&RunReply::errored(run.seq, e)),
+                }
+                .unwrap_or_else(|e| json!({"errored": e.to_string()}).to_string());
+                writeln!(output, "{reply}")?;
+                output.flush()?;
+                continue;
+            }
             match serde_json::from_str::<Command>(&line) {
                 Err(e) => json!({"errored": format!("not a protocol command: {e}")}),
                 Ok(Command::Stop) => return Ok(()),
@@ -60,6 +75,48 @@ pub fn serve_with(
         output.flush()?;
     }
     Ok(())
+}
+
+/// `{"cmd":"run","seq":…,"case":{"op":"trace","trace":…}}`, read straight
+/// into its types.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TraceRunIn {
+    #[allow(dead_code)]
+    cmd: RunTag,
+    seq: u64,
+    case: TraceCaseIn,
+}
+
+#[derive(serde::Deserialize)]
+enum RunTag {
+    #[serde(rename = "run")]
+    Run,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TraceCaseIn {
+    #[allow(dead_code)]
+    op: TraceTag,
+    trace: super::trace::Trace,
+}
+
+#[derive(serde::Deserialize)]
+enum TraceTag {
+    #[serde(rename = "trace")]
+    Trace,
+}
+
+#[derive(serde::Serialize)]
+struct TraceReplyOut<'a> {
+    seq: u64,
+    result: TraceResultOut<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct TraceResultOut<'a> {
+    trace: &'a super::trace::TraceResult,
 }
 
 fn run(seq: u64, mut case: Value, config: &crate::gateway::Config) -> RunReply {

@@ -1,0 +1,27 @@
+#!/usr/bin/env python3
+"""Relays the protocol to a real harness (argv[2:]) and breaks one thing
+about trace replies, for the runner's robustness tests.
+MODE (argv[1]): wrongseq (the first trace reply names another seq) |
+extra (every trace reply carries an unknown field)."""
+import json
+import subprocess
+import sys
+
+mode = sys.argv[1]
+inner = subprocess.Popen(sys.argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+traces = 0
+for line in sys.stdin:
+    inner.stdin.write(line)
+    inner.stdin.flush()
+    msg = json.loads(line)
+    if msg["cmd"] == "stop":
+        break
+    reply = json.loads(inner.stdout.readline())
+    if msg["cmd"] == "run" and msg["case"].get("op") == "trace":
+        traces += 1
+        if mode == "wrongseq" and traces == 1:
+            reply["seq"] += 1000
+        if mode == "extra":
+            reply["note"] = "not in the protocol"
+    print(json.dumps(reply), flush=True)
+inner.wait()
