@@ -176,6 +176,18 @@ impl Gateway {
         }
         let mut out = Vec::new();
         g.check_held().map_err(|e| (FileKind::Delivery, e))?;
+        // A missing checkpoint is an empty one: restoring it still moves the
+        // run ids past every run the delivery log names (PROC-8), so a new
+        // run's notifications are never taken for an old run's duplicates.
+        let empty;
+        let checkpoint = match checkpoint {
+            Some(b) => Some(b),
+            None if g.delivery.max_run().is_some() => {
+                empty = Registry::new(config.limits.clone()).encode();
+                Some(empty.as_slice())
+            }
+            None => None,
+        };
         if let Some(b) = checkpoint {
             let delivery = &g.delivery;
             let log = crate::registry::RecordedLog {

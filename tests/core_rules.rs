@@ -930,3 +930,87 @@ fn store_5_every_routing_field_is_checked_against_its_lane() {
     assert_eq!(format!("{lane}"), lane.as_str());
     assert_eq!(format!("{lane:?}"), format!("{:?}", lane.as_str()));
 }
+
+/// PROC-8, DELIVER-3: a run id the delivery log names is never handed out
+/// again, even when the checkpoint is older than the log or missing. A
+/// reissued id would make the new run's notifications look like
+/// duplicates of the old run's, and they would be dropped.
+#[test]
+fn proc_8_run_ids_named_by_the_delivery_log_are_never_reissued() {
+    let a = topic("42", "alice");
+    let mut g = Gateway::new(Config::default());
+    let empty_checkpoint = g.registry().encode();
+    let mut last = None;
+    for (t, p) in ["p0", "p1", "p2"].into_iter().enumerate() {
+        let t = t as u64 * 10;
+        let run = run_of(&g.handle(t, spawn(a.clone(), p.into(), vec![])));
+        let out = g.handle(
+            t + 1,
+            Input::Finished {
+                run,
+                completion: Completion::Exited { code: 0 },
+            },
+        );
+        let sent = sends(&out);
+        assert_eq!(sent.len(), 1, "{out:?}");
+        g.handle(
+            t + 2,
+            Input::Sent {
+                id: sent[0].id,
+                error: None,
+            },
+        );
+        last = Some(run);
+    }
+    let last = last.expect("three runs").0;
+    for checkpoint in [Some(empty_checkpoint.as_slice()), None] {
+        let (mut g2, _) = Gateway::recover(
+            Config::default(),
+            Some(&g.store().encode()),
+            checkpoint,
+            Some(&g.delivery().encode()),
+            100,
+            |_, _| false,
+        )
+        .expect("recovers");
+        let run = run_of(&g2.handle(101, spawn(a.clone(), "p3".into(), vec![])));
+        assert!(
+            run.0 > last,
+            "run {} reissued (log names up to {last}; checkpoint {})",
+            run.0,
+            if checkpoint.is_some() { "stale" } else { "missing" }
+        );
+        let out = g2.handle(
+            102,
+            Input::Finished {
+                run,
+                completion: Completion::Exited { code: 0 },
+            },
+        );
+        let sent = sends(&out);
+        assert_eq!(sent.len(), 1, "the new run's completion is sent: {out:?}");
+        assert!(sent[0].text.contains("p3"), "{}", sent[0].text);
+    }
+}
+
+/// PROC-8: the delivery log remembers the last `delivered_log_max`
+/// completions, exactly that many, oldest forgotten first.
+#[test]
+fn proc_8_recorded_completions_are_bounded_at_exactly_the_limit() {
+    let limits = DeliveryLimits {
+        delivered_log_max: 3,
+        ..DeliveryLimits::default()
+    };
+    let mut d = DeliveryEngine::new(limits.clone());
+    for run in 0..4 {
+        d.record_completion(RunId(run));
+        d.record_completion(RunId(run)); // recording twice changes nothing
+    }
+    let held: Vec<u64> = (0..4).filter(|r| d.has_completion(RunId(*r))).collect();
+    assert_eq!(held, vec![1, 2, 3]);
+    assert_eq!(d.limits(), &limits);
+    assert_eq!(d.max_run(), Some(3));
+    let back = DeliveryEngine::decode(&d.encode(), limits).expect("decodes");
+    assert_eq!(back.max_run(), Some(3));
+    assert!(back.has_completion(RunId(1)) && !back.has_completion(RunId(0)));
+}
