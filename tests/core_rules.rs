@@ -978,7 +978,11 @@ fn proc_8_run_ids_named_by_the_delivery_log_are_never_reissued() {
             run.0 > last,
             "run {} reissued (log names up to {last}; checkpoint {})",
             run.0,
-            if checkpoint.is_some() { "stale" } else { "missing" }
+            if checkpoint.is_some() {
+                "stale"
+            } else {
+                "missing"
+            }
         );
         let out = g2.handle(
             102,

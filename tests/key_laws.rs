@@ -120,3 +120,93 @@ fn contradiction_checker_can_fail() {
     let right = hermes::build(&o, &p).expect("builds");
     assert_eq!(hermes_contradiction(&o, &p, &right), None);
 }
+
+/// Heads near the edge of validity: each token drawn from valid,
+/// almost-valid and boundary-length spellings, then an optional tail.
+fn heads() -> impl Strategy<Value = String> {
+    let prefix = prop_oneof![
+        8 => Just("agent"),
+        1 => Just("agen"),
+        1 => Just("Agent"),
+        1 => Just("agentx"),
+        1 => Just(""),
+    ];
+    let ns = prop_oneof![
+        Just("main".to_owned()),
+        Just("mainx".to_owned()),
+        Just("Main".to_owned()),
+        Just("".to_owned()),
+        "[a-z0-9][a-z0-9_-]{0,6}",
+        "[a-z0-9_A-Z-]{1,4}",
+        "[a-z0-9][a-z0-9_\\-A-Z.\u{e9}]{0,15}",
+        Just("a".repeat(procroute::key::MAX_PROFILE_BYTES)),
+        Just("a".repeat(procroute::key::MAX_PROFILE_BYTES + 1)),
+    ];
+    let platform = prop_oneof![
+        Just("telegram".to_owned()),
+        Just("".to_owned()),
+        "[a-z][a-z0-9_]{0,8}",
+        "[a-z0-9_A-Z-]{1,4}",
+        "[a-z][a-z0-9_\\-A-Z.\u{e9}]{0,15}",
+        Just("p".repeat(procroute::origin::MAX_PLATFORM_BYTES)),
+        Just("p".repeat(procroute::origin::MAX_PLATFORM_BYTES + 1)),
+    ];
+    let chat_type = prop_oneof![
+        Just("dm"),
+        Just("group"),
+        Just("channel"),
+        Just("thread"),
+        Just("d"),
+        Just("dmx"),
+        Just("groups"),
+        Just("Thread"),
+        Just(""),
+    ];
+    // Mostly whole heads with a tail, so that keys are long enough for
+    // the 16-byte window of `head_window` as often as not.
+    let tail = proptest::option::weighted(0.8, "[a-z:%~ \u{e9}]{0,30}");
+    let cut = prop_oneof![1 => 0usize..4, 4 => Just(4usize)];
+    (prefix, ns, platform, chat_type, tail, cut).prop_map(
+        |(prefix, ns, platform, chat_type, tail, cut)| {
+            let mut parts = vec![prefix.to_owned(), ns, platform, chat_type.to_owned()];
+            parts.truncate(cut.clamp(1, 4));
+            let mut key = parts.join(":");
+            if let (Some(tail), true) = (tail, cut >= 4) {
+                key.push(':');
+                key.push_str(&tail);
+            }
+            key
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    /// KEY-6: the fast head parser is exact — it accepts precisely the
+    /// heads the checked parser accepts, with the same parts, so the fast
+    /// path can neither accept a bad key nor fall back on a good one
+    /// (asserted inside `fuzzing::key_parse`, with the other parse laws).
+    #[test]
+    fn fast_head_agrees_with_the_checked_path(key in heads()) {
+        procroute::fuzzing::key_parse(key.as_bytes());
+    }
+
+    /// The same, aimed at the 16-byte window after `agent:` where both
+    /// tokens are classified at once: short tokens of nearly valid bytes.
+    #[test]
+    fn fast_head_agrees_in_the_window(
+        ns in "[a-z0-9_\\-A-Z.:\u{e9}]{0,9}",
+        platform in "[a-z0-9_\\-A-Z.:\u{e9}]{0,12}",
+        chat_type in "(dm|group|channel|thread|grp)",
+        tail in "[a-z0-9:]{8,20}",
+    ) {
+        let key = format!("agent:{ns}:{platform}:{chat_type}:{tail}");
+        procroute::fuzzing::key_parse(key.as_bytes());
+    }
+
+    #[test]
+    fn fast_head_agrees_on_any_text(key in ".{0,40}") {
+        procroute::fuzzing::key_parse(key.as_bytes());
+    }
+}
