@@ -1018,3 +1018,85 @@ fn proc_8_recorded_completions_are_bounded_at_exactly_the_limit() {
     assert_eq!(back.max_run(), Some(3));
     assert!(back.has_completion(RunId(1)) && !back.has_completion(RunId(0)));
 }
+
+/// DELIVER-1, DELIVER-2: what the engine reports about a thread and its
+/// queue — busy only between a turn's start and end; a due head for an
+/// idle thread counts as "due for idle" until it is polled, and a busy
+/// thread's or a backed-off one's does not.
+#[test]
+fn deliver_1_2_busy_threads_and_due_notifications_are_reported_exactly() {
+    let limits = DeliveryLimits::default();
+    let mut d = DeliveryEngine::new(limits.clone());
+    let a = topic("42", "alice");
+    let b = topic("43", "bob");
+    let (da, db) = (Destination::of(&a), Destination::of(&b));
+    assert!(!d.is_busy(&da));
+    d.turn_started(&da);
+    assert!(d.is_busy(&da) && !d.is_busy(&db));
+    d.enqueue(note(1, 0, &a), 0).expect("room");
+    d.enqueue(note(2, 0, &b), 0).expect("room");
+    assert_eq!(d.due_for_idle(0), 1, "b's head is due; a is busy");
+    d.turn_ended(&da);
+    assert!(!d.is_busy(&da));
+    assert_eq!(d.due_for_idle(0), 2);
+    let sent = d.poll(0);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(d.due_for_idle(0), 0, "in flight is not due");
+    d.ack(sent[0].id, Err("503".into()), 0);
+    assert_eq!(d.due_for_idle(0), 0, "backing off");
+    assert_eq!(d.due_for_idle(limits.backoff_base_ms), 1, "due again");
+}
+
+/// DELIVER-3, DELIVER-4: an id counts as delivered only after a successful
+/// send; the delivered-id window holds exactly `delivered_log_max` ids; the
+/// dead-letter list is bounded but `dead_total` keeps counting.
+#[test]
+fn deliver_3_4_delivered_window_and_dead_letter_counts_are_exact() {
+    let limits = DeliveryLimits {
+        delivered_log_max: 3,
+        dead_letter_max: 2,
+        max_attempts: 1,
+        ..DeliveryLimits::default()
+    };
+    let mut d = DeliveryEngine::new(limits);
+    let a = topic("42", "alice");
+    for run in 1..=4 {
+        d.enqueue(note(run, 0, &a), 0).expect("room");
+        let n = d.poll(0);
+        assert!(!d.was_delivered(&n[0].id), "not before the send succeeds");
+        d.ack(n[0].id, Ok(()), 0);
+        assert!(d.was_delivered(&n[0].id));
+    }
+    // The window keeps runs 2..=4; run 1 fell out of it.
+    assert!(!d.was_delivered(&note(1, 0, &a).id));
+    assert_eq!(d.enqueue(note(2, 0, &a), 1), Ok(Enqueued::Duplicate));
+    assert_eq!(d.enqueue(note(1, 0, &a), 1), Ok(Enqueued::Queued));
+    let again = d.poll(1)[0].id;
+    d.ack(again, Ok(()), 1);
+    for run in 10..13 {
+        d.enqueue(note(run, 0, &a), 2).expect("room");
+        let n = d.poll(2);
+        d.ack(n[0].id, Err("gone".into()), 2);
+        assert!(!d.was_delivered(&n[0].id));
+    }
+    assert_eq!(
+        d.dead_letters().count(),
+        2,
+        "the oldest dead letter evicted"
+    );
+    assert_eq!(d.dead_total(), 3, "but still counted");
+}
+
+/// PROC-8: recovery continues each run after its own highest recorded
+/// sequence number, not another run's.
+#[test]
+fn proc_8_recorded_sequences_are_per_run() {
+    let mut d = DeliveryEngine::new(DeliveryLimits::default());
+    let a = topic("42", "alice");
+    d.enqueue(note(1, 5, &a), 0).expect("room");
+    d.enqueue(note(2, 1, &a), 0).expect("room");
+    d.enqueue(note(2, 0, &a), 0).expect("room");
+    assert_eq!(d.recorded_seq(RunId(1)), Some(5));
+    assert_eq!(d.recorded_seq(RunId(2)), Some(1));
+    assert_eq!(d.recorded_seq(RunId(3)), None);
+}
