@@ -13,6 +13,22 @@ pub fn key_parse(data: &[u8]) {
         crate::key::parse_head_checked(&text).ok(),
         "the fast head parser disagrees with the checked one"
     );
+    if let Ok(head) = crate::key::parse_head_checked(&text) {
+        let window = crate::key::window_scan(&text);
+        if crate::key::window_takes(&text, &head) {
+            assert_eq!(
+                window.map(|s| s.head),
+                Some(head),
+                "the 64-byte window falls back on a head it should take"
+            );
+        }
+        let scanned = crate::key::parse_scan(&text).expect("the checked parser accepted it");
+        assert_eq!(
+            scanned.tail_has_colon(&text),
+            head.tail.is_some_and(|t| t.text.contains(':')),
+            "the scan's tail-colon answer is wrong"
+        );
+    }
     if let Ok(fields) = canonical::parse(&text) {
         let rebuilt = canonical::build_fields(&fields);
         assert_eq!(rebuilt, text, "KEY-C6: build(parse(k)) != k");

@@ -19,6 +19,7 @@ use crate::persist::{self, FileProblem};
 pub const DEFAULT_MAX_LANES: usize = 1_000_000;
 
 const FORMAT: &str = "procroute.store";
+const VERSION: u64 = 1;
 
 /// Lanes are hashed with foldhash seeded at random per store: several times
 /// faster than SipHash on 50–500-byte keys, and still seeded, so ids chosen
@@ -26,7 +27,6 @@ const FORMAT: &str = "procroute.store";
 /// one bucket without learning the seed. Iteration order is therefore
 /// arbitrary; nothing depends on it (encode sorts).
 type LaneHasher = foldhash::quality::RandomState;
-const VERSION: u64 = 1;
 
 /// A session key in the canonical dialect.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

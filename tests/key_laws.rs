@@ -163,7 +163,7 @@ fn heads() -> impl Strategy<Value = String> {
         Just(""),
     ];
     // Mostly whole heads with a tail, so that keys are long enough for
-    // the 16-byte window of `head_window` as often as not.
+    // the window of the fast head parser (16 bytes or more) as often as not.
     let tail = proptest::option::weighted(0.8, "[a-z:%~ \u{e9}]{0,30}");
     let cut = prop_oneof![1 => 0usize..4, 4 => Just(4usize)];
     (prefix, ns, platform, chat_type, tail, cut).prop_map(
@@ -192,14 +192,28 @@ proptest! {
         procroute::fuzzing::key_parse(key.as_bytes());
     }
 
-    /// The same, aimed at the 16-byte window after `agent:` where both
-    /// tokens are classified at once: short tokens of nearly valid bytes.
+    /// The same, aimed at the first two 16-byte lanes where both tokens
+    /// are classified at once: short tokens of nearly valid bytes.
     #[test]
     fn fast_head_agrees_in_the_window(
         ns in "[a-z0-9_\\-A-Z.:\u{e9}]{0,9}",
         platform in "[a-z0-9_\\-A-Z.:\u{e9}]{0,12}",
         chat_type in "(dm|group|channel|thread|grp)",
         tail in "[a-z0-9:]{8,20}",
+    ) {
+        let key = format!("agent:{ns}:{platform}:{chat_type}:{tail}");
+        procroute::fuzzing::key_parse(key.as_bytes());
+    }
+
+    /// Tails that cross the 64-byte window's end with or without a `:`,
+    /// on either side of it: the scan's answer to "does the tail split?"
+    /// is checked against the tail itself.
+    #[test]
+    fn scan_agrees_across_the_window_end(
+        ns in "(main|coder|[a-z0-9]{1,30})",
+        platform in "(telegram|slack|[a-z]{1,20})",
+        chat_type in "(dm|group|channel|thread)",
+        tail in "[a-z0-9\u{e9}]{0,70}(:[a-z0-9]{0,8}){0,2}[a-z0-9]{0,40}",
     ) {
         let key = format!("agent:{ns}:{platform}:{chat_type}:{tail}");
         procroute::fuzzing::key_parse(key.as_bytes());

@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::key::{
-    parse_head, user_is_keyed, Determined, KeyError, KeyErrorKind, Part, Policy, Uncertain,
+    parse_scan, user_is_keyed, Determined, Head, KeyError, KeyErrorKind, Part, Policy, Uncertain,
 };
 use crate::origin::{ChatType, Field, Id, Origin, Platform, MAX_ID_BYTES, WHATSAPP};
 
@@ -203,88 +203,67 @@ pub fn parse(key: &str) -> Result<HermesParsed, KeyError> {
 /// Only the head and the tail's first `:` are looked for: whether the tail
 /// has two segments or twenty, the answer is the same.
 pub fn parse_view(key: &str) -> Result<HermesView<'_>, KeyError> {
-    let head = parse_head(key)?;
+    let scanned = parse_scan(key)?;
+    let head = scanned.head;
     let whatsapp_dm = head.platform == WHATSAPP && head.chat_type == ChatType::Dm;
-    let unknown = |why| Determined::Unknown(why);
-    let (chat_id, thread_id, user_id) = match head.tail {
-        None if whatsapp_dm => (
-            unknown(Uncertain::WhatsAppCanonical),
-            Determined::Absent,
-            Determined::Absent,
-        ),
-        None => {
-            return Err(KeyError::at(
-                key.len(),
-                KeyErrorKind::Missing { part: Part::ChatId },
-            ))
+    let wa = Determined::Unknown(Uncertain::WhatsAppCanonical);
+    let Some(seg) = head.tail else {
+        if whatsapp_dm {
+            return Ok(view(head, wa, Determined::Absent, Determined::Absent));
         }
-        Some(_) if whatsapp_dm => (
-            unknown(Uncertain::WhatsAppCanonical),
-            unknown(Uncertain::WhatsAppCanonical),
-            unknown(Uncertain::WhatsAppCanonical),
-        ),
-        Some(seg) if !has_colon(seg.text.as_bytes()) => {
-            if seg.text.is_empty() {
-                return Err(KeyError::at(
-                    seg.start,
-                    KeyErrorKind::Empty { part: Part::ChatId },
-                ));
-            }
-            if seg.text.len() > MAX_ID_BYTES {
-                return Err(KeyError::at(
-                    seg.start,
-                    KeyErrorKind::PartTooLong {
-                        part: Part::ChatId,
-                        len: seg.text.len(),
-                        max: MAX_ID_BYTES,
-                    },
-                ));
-            }
-            (
-                Determined::Known(seg.text),
-                Determined::Absent,
-                Determined::Absent,
-            )
-        }
-        Some(_) => (
-            unknown(Uncertain::ColonSplit),
-            unknown(Uncertain::ColonSplit),
-            if head.chat_type == ChatType::Dm {
-                Determined::Absent
-            } else {
-                unknown(Uncertain::ColonSplit)
-            },
-        ),
+        return Err(KeyError::at(
+            key.len(),
+            KeyErrorKind::Missing { part: Part::ChatId },
+        ));
     };
-    Ok(HermesView {
+    if whatsapp_dm {
+        return Ok(view(head, wa, wa, wa));
+    }
+    let split = scanned.tail_has_colon(key);
+    if !split && (seg.text.is_empty() || seg.text.len() > MAX_ID_BYTES) {
+        let kind = if seg.text.is_empty() {
+            KeyErrorKind::Empty { part: Part::ChatId }
+        } else {
+            KeyErrorKind::PartTooLong {
+                part: Part::ChatId,
+                len: seg.text.len(),
+                max: MAX_ID_BYTES,
+            }
+        };
+        return Err(KeyError::at(seg.start, kind));
+    }
+    // Selects, not branches: whether the tail splits is the one thing
+    // about a key a branch predictor cannot learn.
+    let cs = Determined::Unknown(Uncertain::ColonSplit);
+    let chat_id = if split {
+        cs
+    } else {
+        Determined::Known(seg.text)
+    };
+    let thread_id = if split { cs } else { Determined::Absent };
+    let user_id = if split && head.chat_type != ChatType::Dm {
+        cs
+    } else {
+        Determined::Absent
+    };
+    Ok(view(head, chat_id, thread_id, user_id))
+}
+
+#[inline(always)]
+fn view<'a>(
+    head: Head<'a>,
+    chat_id: Determined<&'a str>,
+    thread_id: Determined<&'a str>,
+    user_id: Determined<&'a str>,
+) -> HermesView<'a> {
+    HermesView {
         namespace: head.namespace,
         platform: head.platform,
         chat_type: head.chat_type,
         chat_id,
         thread_id,
         user_id,
-    })
-}
-
-/// Whether `bytes` holds a `:`, eight bytes at a time (SWAR), inlined:
-/// most tails are short ids, for which the set-up and dispatch of a
-/// vectorised search cost more than the search.
-#[inline(always)]
-fn has_colon(bytes: &[u8]) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    const COLONS: u64 = u64::from_ne_bytes([b':'; 8]);
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_ne_bytes(word) ^ COLONS;
-        // Some byte of x is zero (a `:`) iff this is non-zero.
-        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
-            return true;
-        }
     }
-    chunks.remainder().contains(&b':')
 }
 
 /// What hermes-agent 0.19.0's own `gateway/run.py::_parse_session_key`

@@ -17,6 +17,7 @@ mod policy;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use wide::u8x16;
 
 pub use policy::{Policy, Profile, MAX_PROFILE_BYTES};
 
@@ -225,15 +226,53 @@ pub(crate) struct Head<'a> {
     pub tail: Option<Segment<'a>>,
 }
 
-/// [`parse_head_checked`], fast: one pass over the head with a byte-class
-/// table, validating while it looks for each `:`. A key it is not sure of
-/// goes to the checked path, which then accepts it or names what is wrong,
-/// so both paths always agree (`fast_head_agrees_with_the_checked_path`).
+/// A parsed head and what the fast path already knows of the tail's first
+/// `:` — so that a parser asking "is there a `:` in the tail?" (the hermes
+/// parse) never looks at a byte twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Scanned<'a> {
+    pub head: Head<'a>,
+    /// A `:` was seen in the tail.
+    pub tail_colon: bool,
+    /// No `:` of the tail lies before this byte offset: a caller that needs
+    /// to know looks at `key[scan_from..]` only (when `tail_colon` is false).
+    pub scan_from: usize,
+}
+
+impl Scanned<'_> {
+    /// Whether the tail holds a `:`.
+    #[inline(always)]
+    pub(crate) fn tail_has_colon(&self, key: &str) -> bool {
+        let rest = &key.as_bytes()[self.scan_from..];
+        self.tail_colon || (!rest.is_empty() && memchr::memchr(b':', rest).is_some())
+    }
+}
+
+/// [`parse_head_checked`], fast. The first [`WINDOW`] bytes of the key are
+/// classified at once ([`in_window`]); a head that lies in them is
+/// validated with a few mask operations and no loop. Other heads take byte
+/// loops against a class table. A key the fast path is not sure of goes to
+/// the checked path, which then accepts it or names what is wrong, so both
+/// paths always agree (`tests/key_laws.rs`, `fast_head_agrees_*`; also
+/// asserted by the `key_parse` fuzz target).
 #[inline]
 pub(crate) fn parse_head(key: &str) -> Result<Head<'_>, KeyError> {
     match fast_head(key) {
         Some(head) => Ok(head),
         None => parse_head_checked(key),
+    }
+}
+
+/// [`parse_head`] with what was learnt of the tail on the way.
+#[inline]
+pub(crate) fn parse_scan(key: &str) -> Result<Scanned<'_>, KeyError> {
+    match fast_scan(key) {
+        Some(scanned) => Ok(scanned),
+        None => parse_head_checked(key).map(|head| Scanned {
+            scan_from: head.tail.map_or(key.len(), |t| t.start),
+            tail_colon: false,
+            head,
+        }),
     }
 }
 
@@ -284,85 +323,187 @@ fn head_token(bytes: &[u8], from: usize, class: u8, first: u8, max: usize) -> Op
     (i - from <= max && bytes.get(i) == Some(&b':')).then_some(i)
 }
 
-/// The ends of the namespace and the platform (the indices of their `:`)
-/// when both, with their `:`, lie within bytes 6..22 of the key — most
-/// keys: `agent:main:telegram:…`, `agent:coder:discord:…`. One 128-bit word
-/// holds the 16 bytes; every byte is classified at once with SWAR
-/// arithmetic, so there is no loop whose exit the CPU could mispredict.
+/// How many leading bytes of a key [`in_window`] classifies at once: the
+/// whole of most keys (`agent:main:telegram:group:-1001234567890:42` is
+/// 43), one bit per byte in a `u64`.
+pub(crate) const WINDOW: usize = 64;
+/// How many of its 16-byte lanes may hold the namespace and platform: the
+/// first two (`agent:coder:mattermost:` is 23 bytes).
+const HEAD_LANES: usize = 2;
+
+/// The chat-type tokens by length, as little-endian words (KEY-6): each
+/// length has at most one, so a token is recognised by one comparison.
+const CHAT_TYPE_BY_LEN: [(u64, Option<ChatType>); 8] = {
+    const fn word(s: &[u8]) -> u64 {
+        let mut w = 0u64;
+        let mut i = 0;
+        while i < s.len() {
+            w |= (s[i] as u64) << (8 * i);
+            i += 1;
+        }
+        w
+    }
+    [
+        (0, None),
+        (0, None),
+        (word(b"dm"), Some(ChatType::Dm)),
+        (0, None),
+        (0, None),
+        (word(b"group"), Some(ChatType::Group)),
+        (word(b"thread"), Some(ChatType::Thread)),
+        (word(b"channel"), Some(ChatType::Channel)),
+    ]
+};
+
+/// The head, when all of it lies in the first [`WINDOW`] bytes. The bytes
+/// are copied into a zero-padded buffer (a zero byte is in no class) and
+/// classified in one pass that the compiler turns into vector compares;
+/// from then on each `:` is a bit, each token a bit range, and validating
+/// a token is one mask test — no loop whose exit the CPU could mispredict.
 /// `None` means "not sure": the caller takes the byte loops.
 #[inline(always)]
-fn head_window(bytes: &[u8]) -> Option<(usize, usize)> {
-    const FROM: usize = 6; // after "agent:"
-    const LOW7: u128 = u128::from_ne_bytes([0x7f; 16]);
-    const HIGH: u128 = u128::from_ne_bytes([0x80; 16]);
-    let rep = |b: u8| u128::from_ne_bytes([b; 16]);
-    // For words whose bytes are all below 0x80, as the high bit of each
-    // byte: the zero bytes; the bytes >= lo; the bytes <= hi. No carry or
-    // borrow crosses a byte, so each byte is classified on its own.
-    let zeros = |x: u128| !(((x & LOW7) + LOW7) | x | LOW7);
-    let at_least = |x: u128, lo: u8| ((x | HIGH) - rep(lo)) & HIGH;
-    let at_most = |x: u128, hi: u8| ((rep(hi) | HIGH) - x) & HIGH;
-    // The high bit of each byte of `x` (nothing else may be set), as a
-    // 16-bit mask: multiplying by the magic moves bit 8i+7 to bit 56+i, and
-    // no two partial products land on one bit, so nothing carries.
-    let mask = |x: u128| {
-        const MAGIC: u64 = 0x0002_0408_1020_4081;
-        let half = |h: u64| (h.wrapping_mul(MAGIC) >> 56) as u32;
-        half(x as u64) | half((x >> 64) as u64) << 8
+fn in_window(key: &str) -> Option<Scanned<'_>> {
+    let bytes = key.as_bytes();
+    let len = bytes.len();
+    if len < 16 {
+        return None;
+    }
+    // Per 16-byte lane: the `:` bytes, the namespace bytes `[a-z0-9_-]`
+    // and the `-` bytes, as bit masks (platform bytes are namespace bytes
+    // other than `-`). A lane past the end of a short key is read as the
+    // key's last 16 bytes, its mask shifted so that bytes before the lane
+    // drop out (and all of it when the lane starts past the end): no copy,
+    // no branch.
+    let (mut colon, mut ns_ok, mut dash) = (0u64, 0u64, 0u64);
+    let splat = u8x16::splat;
+    let in_range = |v: u8x16, lo: u8, hi: u8| v.max(splat(lo)).min(splat(hi)).cmp_eq(v);
+    for k in 0..WINDOW / 16 {
+        let at = 16 * k;
+        let from = at.min(len - 16);
+        let mut lane = [0u8; 16];
+        lane.copy_from_slice(&bytes[from..from + 16]);
+        let v = u8x16::new(lane);
+        let shift = at - from;
+        let bits = |m: u8x16| (u64::from(m.move_mask() as u16) >> shift) << at;
+        colon |= bits(v.cmp_eq(splat(b':')));
+        if k < HEAD_LANES {
+            let is_dash = v.cmp_eq(splat(b'-'));
+            let token =
+                in_range(v, b'a', b'z') | in_range(v, b'0', b'9') | v.cmp_eq(splat(b'_')) | is_dash;
+            ns_ok |= bits(token);
+            dash |= bits(is_dash);
+        }
+    }
+    let n = len.min(WINDOW);
+    // The eight bytes from `at` (zeros past the end of the key).
+    let word = |at: usize| {
+        let from = at.min(len - 8);
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[from..from + 8]);
+        // `at - from` is at most 24 (a chat type starts before byte 33).
+        u64::from_le_bytes(w)
+            .checked_shr(8 * (at - from) as u32)
+            .unwrap_or(0)
     };
-    let window: [u8; 16] = bytes.get(FROM..FROM + 16)?.try_into().ok()?;
-    let word = u128::from_le_bytes(window);
-    let ascii = word & LOW7;
-    // `& !word`: a byte >= 0x80 is never a `:` nor a token byte.
-    let colons = mask(zeros(ascii ^ rep(b':')) & !word);
-    let second = colons & colons.wrapping_sub(1); // without the first `:`
-    if second == 0 {
+    // The `:` after "agent" is bit 5; the next three end the namespace,
+    // the platform and the chat type; a fourth lies in the tail.
+    let after_prefix = colon & !0x3f;
+    let ns_end = after_prefix.trailing_zeros() as usize;
+    let rest = after_prefix & after_prefix.wrapping_sub(1);
+    let plat_end = rest.trailing_zeros() as usize;
+    if plat_end >= 16 * HEAD_LANES {
         return None;
     }
-    let ns_len = colons.trailing_zeros();
-    let plat_end = second.trailing_zeros();
-    let plat_start = ns_len + 1;
-    // A token's first byte has its own class (never `:`, so an empty
-    // token fails here too).
-    if HEAD_CLASS[window[0] as usize] & NS_FIRST == 0
-        || HEAD_CLASS[window[plat_start as usize] as usize] & PLATFORM_FIRST == 0
-    {
+    let rest = rest & rest.wrapping_sub(1);
+    let ct_colon = rest.trailing_zeros() as usize;
+    let tail_colon = rest & rest.wrapping_sub(1) != 0;
+    // Bits from..to (to < 64).
+    let span = |from: usize, to: usize| (1u64 << to) - (1u64 << from);
+    let plat_ok = ns_ok & !dash;
+    let ns_span = span(6, ns_end);
+    let plat_start = ns_end + 1;
+    let plat_span = span(plat_start, plat_end);
+    // Non-short-circuit `&`: one branch for the whole head.
+    let head_ok = (word(0) & 0xffff_ffff_ffff == u64::from_le_bytes(*b"agent:\0\0"))
+        & (ns_end > 6)
+        & (plat_end > plat_start)
+        & (plat_end - plat_start <= MAX_PLATFORM_BYTES)
+        & (ns_ok & ns_span == ns_span)
+        & (plat_ok & plat_span == plat_span)
+        & (HEAD_CLASS[usize::from(bytes[6])] & NS_FIRST != 0)
+        & (HEAD_CLASS[usize::from(bytes[plat_start])] & PLATFORM_FIRST != 0);
+    // The chat type ends at the third `:` or, with no tail, at the end.
+    let ct_start = plat_end + 1;
+    let ct_end = if ct_colon < WINDOW {
+        ct_colon
+    } else if bytes.len() <= WINDOW {
+        bytes.len()
+    } else {
         return None;
-    }
-    let platform_ok = mask(
-        ((at_least(ascii, b'a') & at_most(ascii, b'z'))
-            | (at_least(ascii, b'0') & at_most(ascii, b'9'))
-            | zeros(ascii ^ rep(b'_')))
-            & !word,
-    );
-    let ns_ok = platform_ok | mask(zeros(ascii ^ rep(b'-')) & !word);
-    // The bytes of each token, as bits; both ends are < 16.
-    let ns_bytes = (1u32 << ns_len) - 1;
-    let plat_bytes = ((1u32 << plat_end) - 1) & !((1u32 << plat_start) - 1);
-    (ns_ok & ns_bytes == ns_bytes && platform_ok & plat_bytes == plat_bytes)
-        .then_some((FROM + ns_len as usize, FROM + plat_end as usize))
+    };
+    let ct_len = ct_end - ct_start;
+    let (pattern, chat_type) = *CHAT_TYPE_BY_LEN.get(ct_len)?;
+    let ct_word = word(ct_start) & ((1u64 << (8 * ct_len)) - 1);
+    let chat_type =
+        chat_type.filter(|_| head_ok & (ct_word == pattern) & (key.len() <= MAX_KEY_BYTES))?;
+    let tail = (ct_end < bytes.len()).then(|| Segment {
+        text: &key[ct_end + 1..],
+        start: ct_end + 1,
+    });
+    Some(Scanned {
+        head: Head {
+            namespace: &key[6..ns_end],
+            platform: &key[plat_start..plat_end],
+            chat_type,
+            tail,
+        },
+        tail_colon,
+        scan_from: n,
+    })
+}
+
+/// Whether [`in_window`] must take `head` (a head of `key` the checked
+/// parser accepted): the key has 16 bytes or more, the namespace and the
+/// platform end within the first [`HEAD_LANES`] lanes, and the chat type
+/// ends in the window. Stated from the checked head's parts, not from the
+/// masks, so that the fuzz target and the laws can hold the window to it:
+/// a window that fell back more often than this would cost time, not
+/// correctness, and nothing else would notice.
+pub(crate) fn window_takes(key: &str, head: &Head<'_>) -> bool {
+    let plat_end = 6 + head.namespace.len() + 1 + head.platform.len();
+    let ct_end = plat_end + 1 + head.chat_type.as_str().len();
+    key.len() >= 16
+        && plat_end < 16 * HEAD_LANES
+        && (ct_end < WINDOW || (head.tail.is_none() && ct_end == WINDOW))
+}
+
+/// [`in_window`], for the fuzz target's check of [`window_takes`].
+pub(crate) fn window_scan(key: &str) -> Option<Scanned<'_>> {
+    in_window(key)
 }
 
 #[inline(always)]
 pub(crate) fn fast_head(key: &str) -> Option<Head<'_>> {
+    fast_scan(key).map(|s| s.head)
+}
+
+#[inline(always)]
+pub(crate) fn fast_scan(key: &str) -> Option<Scanned<'_>> {
+    if let Some(scanned) = in_window(key) {
+        return Some(scanned);
+    }
     let bytes = key.as_bytes();
     if key.len() > MAX_KEY_BYTES || !bytes.starts_with(b"agent:") {
         return None;
     }
-    let (ns_end, plat_end) = match head_window(bytes) {
-        Some(ends) => ends,
-        None => {
-            let ns_end = head_token(bytes, 6, NS_BYTE, NS_FIRST, MAX_PROFILE_BYTES)?;
-            let plat_end = head_token(
-                bytes,
-                ns_end + 1,
-                PLATFORM_BYTE,
-                PLATFORM_FIRST,
-                MAX_PLATFORM_BYTES,
-            )?;
-            (ns_end, plat_end)
-        }
-    };
+    let ns_end = head_token(bytes, 6, NS_BYTE, NS_FIRST, MAX_PROFILE_BYTES)?;
+    let plat_end = head_token(
+        bytes,
+        ns_end + 1,
+        PLATFORM_BYTE,
+        PLATFORM_FIRST,
+        MAX_PLATFORM_BYTES,
+    )?;
     let ct_start = plat_end + 1;
     let after = &bytes[ct_start..];
     let (chat_type, len) = match after.first()? {
@@ -380,11 +521,15 @@ pub(crate) fn fast_head(key: &str) -> Option<Head<'_>> {
         }),
         Some(_) => return None,
     };
-    Some(Head {
-        namespace: &key[6..ns_end],
-        platform: &key[ns_end + 1..plat_end],
-        chat_type,
-        tail,
+    Some(Scanned {
+        head: Head {
+            namespace: &key[6..ns_end],
+            platform: &key[ns_end + 1..plat_end],
+            chat_type,
+            tail,
+        },
+        tail_colon: false,
+        scan_from: tail.map_or(key.len(), |t| t.start),
     })
 }
 
