@@ -38,6 +38,11 @@ pub fn key_parse(data: &[u8]) {
             "KEY-C6: parse is not stable"
         );
     }
+    assert_eq!(
+        hermes::parse_view(&text),
+        hermes::parse_view_general(&text),
+        "the hermes parse's inline path disagrees with its general path"
+    );
     if let Ok(parsed) = hermes::parse(&text) {
         // A known chat id is the whole tail: it must occur in the key.
         if let Some(chat) = parsed.chat_id.known() {

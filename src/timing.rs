@@ -57,10 +57,14 @@ fn cases(lines: &str) -> Result<Vec<Case>, String> {
     Ok(out)
 }
 
-/// Median, min and max ns per call of `f` over `cases`, `rounds` times,
+/// Median, min and max ns per call of `f` over `cases`, `rounds` times
+/// after one warm-up pass,
 /// and every round's figure (`per_round_ns`, in the order run) so a caller
 /// can pool rounds from several runs.
 fn time(rounds: usize, calls: usize, mut f: impl FnMut()) -> Value {
+    // One untimed pass first: caches, page tables and branch predictors
+    // warm, as they are in a gateway that has been running.
+    f();
     let per_round: Vec<f64> = (0..rounds)
         .map(|_| {
             let t = Instant::now();

@@ -1100,3 +1100,202 @@ fn proc_8_recorded_sequences_are_per_run() {
     assert_eq!(d.recorded_seq(RunId(2)), Some(1));
     assert_eq!(d.recorded_seq(RunId(3)), None);
 }
+
+// ------------------------------------------- limits and bounds, exactly
+
+/// PROC-9 at each limit's exact boundary: a value at the limit is accepted,
+/// one past it is a typed error naming what was too long; nothing is
+/// truncated. The registry reports the limits it was given and enforces.
+#[test]
+fn proc_9_every_limit_holds_at_its_exact_boundary() {
+    let limits = Limits::default();
+    let mut r = Registry::new(limits.clone());
+    assert_eq!(r.limits(), &limits);
+    let a = topic("1", "a");
+    let at = |r: &mut Registry, f: &dyn Fn(&mut SpawnRequest)| {
+        let mut q = req(&a, "p", &[], true);
+        f(&mut q);
+        r.spawn(q, 0)
+    };
+    let max_id = limits.max_process_id_bytes;
+    let max_cmd = limits.max_command_bytes;
+    let max_pat = limits.max_pattern_bytes;
+    let max_pats = limits.max_patterns;
+    assert_eq!(
+        (max_id, max_cmd, max_pat, max_pats),
+        (128, 4096, 256, 32),
+        "PROC-9"
+    );
+    type Edit = Box<dyn Fn(&mut SpawnRequest, usize)>;
+    let cases: Vec<(&str, usize, Edit)> = vec![
+        (
+            "process id",
+            max_id,
+            Box::new(|q, n| q.process_id = "p".repeat(n)),
+        ),
+        (
+            "command",
+            max_cmd,
+            Box::new(|q, n| q.command = "c".repeat(n)),
+        ),
+        (
+            "watch pattern",
+            max_pat,
+            Box::new(|q, n| q.watch_patterns = vec!["w".repeat(n)]),
+        ),
+        (
+            "patterns",
+            max_pats,
+            Box::new(|q, n| q.watch_patterns = vec!["w".into(); n]),
+        ),
+    ];
+    for (what, max, edit) in &cases {
+        let ok = at(&mut r, &|q| edit(q, *max));
+        assert!(ok.is_ok(), "{what} at its limit {max}: {ok:?}");
+        let err = at(&mut r, &|q| edit(q, max + 1)).expect_err("one past the limit");
+        let text = err.to_string();
+        assert!(text.contains(&(max + 1).to_string()), "{what}: {text}");
+    }
+}
+
+/// PROC-2: run ids are issued in order and `next_run` is exactly the next
+/// one — what the checkpoint records so that a restart never reissues one.
+#[test]
+fn proc_2_next_run_is_the_id_the_next_spawn_gets() {
+    let mut r = Registry::new(Limits::default());
+    let a = topic("1", "a");
+    for i in 0..5 {
+        let expected = r.next_run();
+        let run = r
+            .spawn(req(&a, &format!("p{i}"), &[], true), 0)
+            .expect("spawn");
+        assert_eq!(run, RunId(expected));
+        assert_eq!(r.next_run(), expected + 1);
+    }
+    assert_eq!(r.next_run(), 6, "ids start at 1");
+}
+
+/// PROC-6 exactly: every match the breaker drops — the one that trips it
+/// and the ones while it is tripped — is reported on its own process; the
+/// breaker admits again at exactly 30 s after it tripped, not before.
+#[test]
+fn proc_6_breaker_boundaries_and_every_drop_reported_on_its_process() {
+    let limits = Limits::default();
+    let mut r = Registry::new(limits.clone());
+    let a = topic("1", "a");
+    let runs: Vec<RunId> = (0..18)
+        .map(|i| {
+            r.spawn(req(&a, &format!("p{i}"), &["hit"], false), 0)
+                .expect("spawn")
+        })
+        .collect();
+    let t0 = 100;
+    for (i, run) in runs.iter().enumerate() {
+        let n = r.output(*run, "hit\n", t0).expect("ok").len();
+        assert_eq!(n, usize::from(i < 15), "process {i}");
+    }
+    // runs[15] tripped the breaker; 16 and 17 met it tripped.
+    let until = t0 + limits.global_cooldown_ms;
+    assert!(
+        r.output(runs[15], "hit\n", until - 1)
+            .expect("ok")
+            .is_empty(),
+        "still tripped"
+    );
+    for run in &runs[15..] {
+        let ev = r.output(*run, "hit\n", until + 20_000).expect("ok");
+        assert!(
+            matches!(ev[0].kind, EventKind::WatchMatch { suppressed, .. } if suppressed >= 1),
+            "{run:?}: {ev:?}"
+        );
+    }
+    let mut r = Registry::new(limits.clone());
+    let runs: Vec<RunId> = (0..16)
+        .map(|i| {
+            r.spawn(req(&a, &format!("q{i}"), &["hit"], false), 0)
+                .expect("spawn")
+        })
+        .collect();
+    for run in &runs {
+        r.output(*run, "hit\n", t0).expect("ok");
+    }
+    let ev = r.output(runs[15], "hit\n", until).expect("ok");
+    assert!(
+        matches!(ev[0].kind, EventKind::WatchMatch { suppressed: 1, .. }),
+        "admitted at exactly the end of the cooldown, with the trip's drop: {ev:?}"
+    );
+}
+
+/// The excerpt a naive reading of PROC-3 gives: the longest run of whole
+/// leading lines (at most `max_lines`) whose joined text fits
+/// `max_chars`; if not even the first fits, its first `max_chars` chars.
+fn naive_excerpt(lines: &[&str], max_lines: usize, max_chars: usize) -> String {
+    let lines = &lines[..lines.len().min(max_lines)];
+    for k in (1..=lines.len()).rev() {
+        let joined = lines[..k].join("\n");
+        if joined.chars().count() <= max_chars {
+            return joined;
+        }
+    }
+    lines
+        .first()
+        .map(|l| l.chars().take(max_chars).collect())
+        .unwrap_or_default()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// PROC-3: the excerpt is exactly the naive reading, at every boundary.
+    #[test]
+    fn proc_3_excerpt_is_the_longest_prefix_of_whole_lines_that_fits(
+        lines in proptest::collection::vec("[a-z\u{e9}]{0,6}", 0..8),
+        max_lines in 0usize..6,
+        max_chars in 0usize..24,
+    ) {
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let got = procroute::registry::excerpt(&lines, max_lines, max_chars);
+        proptest::prop_assert_eq!(got, naive_excerpt(&lines, max_lines, max_chars));
+    }
+
+    /// DELIVER-1: `next_due` is exact — polling before it sends nothing,
+    /// polling at it sends something, and `None` means nothing will be sent
+    /// until some input changes the engine.
+    #[test]
+    fn deliver_1_next_due_is_exactly_when_poll_first_sends(
+        ops in proptest::collection::vec((0u8..5, 0usize..3, 0u64..5_000), 0..40),
+    ) {
+        let origins = [topic("1", "a"), topic("2", "b"), topic("3", "c")];
+        let mut d = DeliveryEngine::new(DeliveryLimits::default());
+        let mut now = 0u64;
+        let mut seq = 0u32;
+        for (op, who, dt) in ops {
+            now += dt;
+            let dest = Destination::of(&origins[who]);
+            match op {
+                0 => {
+                    seq += 1;
+                    d.enqueue(note(who as u64, seq, &origins[who]), now).expect("room");
+                }
+                1 => d.turn_started(&dest),
+                2 => d.turn_ended(&dest),
+                3 => {
+                    for (i, n) in d.poll(now).into_iter().enumerate() {
+                        let result = if i % 2 == 0 { Err("503".to_owned()) } else { Ok(()) };
+                        d.ack(n.id, result, now);
+                    }
+                }
+                _ => { d.poll(now); }
+            }
+            match d.next_due() {
+                Some(t) => {
+                    if t > 0 {
+                        proptest::prop_assert!(d.clone().poll(t - 1).is_empty(), "sent before {}", t);
+                    }
+                    proptest::prop_assert!(!d.clone().poll(t).is_empty(), "nothing sent at {}", t);
+                }
+                None => proptest::prop_assert!(d.clone().poll(u64::MAX).is_empty()),
+            }
+        }
+    }
+}

@@ -16,7 +16,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::key::{
-    parse_scan, user_is_keyed, Determined, Head, KeyError, KeyErrorKind, Part, Policy, Uncertain,
+    parse_scan, user_is_keyed, window_ends, Determined, Head, KeyError, KeyErrorKind, Part, Policy,
+    Uncertain, WINDOW,
 };
 use crate::origin::{ChatType, Field, Id, Origin, Platform, MAX_ID_BYTES, WHATSAPP};
 
@@ -203,6 +204,41 @@ pub fn parse(key: &str) -> Result<HermesParsed, KeyError> {
 /// Only the head and the tail's first `:` are looked for: whether the tail
 /// has two segments or twenty, the answer is the same.
 pub fn parse_view(key: &str) -> Result<HermesView<'_>, KeyError> {
+    // The common case inline: a head in the window, a tail, not a WhatsApp
+    // dm, not a bad chat id. Everything else takes the general path, which
+    // names any problem.
+    let bytes = key.as_bytes();
+    if let Some(e) = window_ends(bytes) {
+        let platform = &key[e.ns_end + 1..e.plat_end];
+        let whatsapp_dm = e.chat_type == ChatType::Dm && platform == WHATSAPP;
+        if e.ct_end < key.len() && !whatsapp_dm {
+            let tail = &key[e.ct_end + 1..];
+            let split = e.tail_colon
+                || (bytes.len() > WINDOW && memchr::memchr(b':', &bytes[WINDOW..]).is_some());
+            if split || (!tail.is_empty() && tail.len() <= MAX_ID_BYTES) {
+                let cs = Determined::Unknown(Uncertain::ColonSplit);
+                return Ok(HermesView {
+                    namespace: &key[6..e.ns_end],
+                    platform,
+                    chat_type: e.chat_type,
+                    chat_id: if split { cs } else { Determined::Known(tail) },
+                    thread_id: if split { cs } else { Determined::Absent },
+                    user_id: if split && e.chat_type != ChatType::Dm {
+                        cs
+                    } else {
+                        Determined::Absent
+                    },
+                });
+            }
+        }
+    }
+    parse_view_general(key)
+}
+
+/// [`parse_view`] for every key: the head through [`parse_scan`]. The
+/// fuzz target and the laws hold the inline fast path to it.
+#[inline(never)]
+pub(crate) fn parse_view_general(key: &str) -> Result<HermesView<'_>, KeyError> {
     let scanned = parse_scan(key)?;
     let head = scanned.head;
     let whatsapp_dm = head.platform == WHATSAPP && head.chat_type == ChatType::Dm;

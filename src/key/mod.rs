@@ -264,16 +264,24 @@ pub(crate) fn parse_head(key: &str) -> Result<Head<'_>, KeyError> {
 }
 
 /// [`parse_head`] with what was learnt of the tail on the way.
-#[inline]
+#[inline(always)]
 pub(crate) fn parse_scan(key: &str) -> Result<Scanned<'_>, KeyError> {
     match fast_scan(key) {
         Some(scanned) => Ok(scanned),
-        None => parse_head_checked(key).map(|head| Scanned {
-            scan_from: head.tail.map_or(key.len(), |t| t.start),
-            tail_colon: false,
-            head,
-        }),
+        None => scan_checked(key),
     }
+}
+
+/// The slow half of [`parse_scan`], kept out of line so that the fast half
+/// inlines into its callers.
+#[cold]
+#[inline(never)]
+fn scan_checked(key: &str) -> Result<Scanned<'_>, KeyError> {
+    parse_head_checked(key).map(|head| Scanned {
+        scan_from: head.tail.map_or(key.len(), |t| t.start),
+        tail_colon: false,
+        head,
+    })
 }
 
 /// Byte classes of the head's tokens (KEY-6): bit 1, a namespace (profile)
@@ -355,17 +363,30 @@ const CHAT_TYPE_BY_LEN: [(u64, Option<ChatType>); 8] = {
     ]
 };
 
-/// The head, when all of it lies in the first [`WINDOW`] bytes. The bytes
-/// are copied into a zero-padded buffer (a zero byte is in no class) and
-/// classified in one pass that the compiler turns into vector compares;
-/// from then on each `:` is a bit, each token a bit range, and validating
-/// a token is one mask test — no loop whose exit the CPU could mispredict.
-/// `None` means "not sure": the caller takes the byte loops.
+/// Where the parts of a head found by [`window_ends`] end: byte offsets
+/// into the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ends {
+    /// The `:` after the namespace (the namespace is `6..ns_end`).
+    pub ns_end: usize,
+    /// The `:` after the platform.
+    pub plat_end: usize,
+    /// The `:` after the chat type, or the key's length when no tail follows.
+    pub ct_end: usize,
+    pub chat_type: ChatType,
+    /// A `:` lies in the tail within the window.
+    pub tail_colon: bool,
+}
+
+/// The head, when all of it lies in the first [`WINDOW`] bytes, as offsets.
+/// Four 16-byte lanes are classified with vector compares; from then on
+/// each `:` is a bit, each token a bit range, and validating a token is one
+/// mask test — no loop whose exit the CPU could mispredict. `None` means
+/// "not sure": the caller takes the byte loops.
 #[inline(always)]
-fn in_window(key: &str) -> Option<Scanned<'_>> {
-    let bytes = key.as_bytes();
+pub(crate) fn window_ends(bytes: &[u8]) -> Option<Ends> {
     let len = bytes.len();
-    if len < 16 {
+    if !(16..=MAX_KEY_BYTES).contains(&len) {
         return None;
     }
     // Per 16-byte lane: the `:` bytes, the namespace bytes `[a-z0-9_-]`
@@ -394,7 +415,6 @@ fn in_window(key: &str) -> Option<Scanned<'_>> {
             dash |= bits(is_dash);
         }
     }
-    let n = len.min(WINDOW);
     // The eight bytes from `at` (zeros past the end of the key).
     let word = |at: usize| {
         let from = at.min(len - 8);
@@ -444,21 +464,33 @@ fn in_window(key: &str) -> Option<Scanned<'_>> {
     let ct_len = ct_end - ct_start;
     let (pattern, chat_type) = *CHAT_TYPE_BY_LEN.get(ct_len)?;
     let ct_word = word(ct_start) & ((1u64 << (8 * ct_len)) - 1);
-    let chat_type =
-        chat_type.filter(|_| head_ok & (ct_word == pattern) & (key.len() <= MAX_KEY_BYTES))?;
-    let tail = (ct_end < bytes.len()).then(|| Segment {
-        text: &key[ct_end + 1..],
-        start: ct_end + 1,
+    let chat_type = chat_type.filter(|_| head_ok & (ct_word == pattern))?;
+    Some(Ends {
+        ns_end,
+        plat_end,
+        ct_end,
+        chat_type,
+        tail_colon,
+    })
+}
+
+/// [`window_ends`] as a [`Scanned`] head.
+#[inline(always)]
+fn in_window(key: &str) -> Option<Scanned<'_>> {
+    let e = window_ends(key.as_bytes())?;
+    let tail = (e.ct_end < key.len()).then(|| Segment {
+        text: &key[e.ct_end + 1..],
+        start: e.ct_end + 1,
     });
     Some(Scanned {
         head: Head {
-            namespace: &key[6..ns_end],
-            platform: &key[plat_start..plat_end],
-            chat_type,
+            namespace: &key[6..e.ns_end],
+            platform: &key[e.ns_end + 1..e.plat_end],
+            chat_type: e.chat_type,
             tail,
         },
-        tail_colon,
-        scan_from: n,
+        tail_colon: e.tail_colon,
+        scan_from: key.len().min(WINDOW),
     })
 }
 
@@ -492,6 +524,7 @@ pub(crate) fn fast_scan(key: &str) -> Option<Scanned<'_>> {
     if let Some(scanned) = in_window(key) {
         return Some(scanned);
     }
+    // Heads outside the window: byte loops against the class table.
     let bytes = key.as_bytes();
     if key.len() > MAX_KEY_BYTES || !bytes.starts_with(b"agent:") {
         return None;

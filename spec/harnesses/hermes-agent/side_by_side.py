@@ -14,7 +14,8 @@ procroute side: `procroute timeit` over the same lines (hermes_build,
 hermes_parse = the zero-copy `hermes::parse_view`, route_store_hit,
 route_store_miss, the byte-scan floor = the faster of a plain and a
 memchr count of the key's `:`); the owned `hermes::parse` is shown too.
-Both sides time whole passes over the inputs and report ns per call. The
+Both sides time whole passes over the inputs, after one untimed warm-up
+pass, and report ns per call. The
 sides take turns: BLOCKS blocks of ROUNDS_PER_BLOCK rounds each, procroute's
 then hermes', so drift in the machine's speed (a shared VM) lands on both;
 medians, min and max are over all pooled rounds. --check exits 1 unless
@@ -52,7 +53,9 @@ ROUNDS_PER_BLOCK = 3
 
 
 def timed(calls, f):
-    """ns per call of each of ROUNDS_PER_BLOCK whole passes."""
+    """ns per call of each of ROUNDS_PER_BLOCK whole passes, after one
+    untimed warm-up pass (procroute's timeit does the same)."""
+    f()
     per = []
     for _ in range(ROUNDS_PER_BLOCK):
         t = time.perf_counter_ns()
