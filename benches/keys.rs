@@ -55,6 +55,14 @@ fn hermes_parse(b: Bencher, shape: &str) {
     b.bench(|| hermes::parse(black_box(&key)));
 }
 
+/// The zero-copy parse a router's hot path uses (what `side_by_side.py`
+/// compares with hermes-agent's own parser).
+#[divan::bench(args = SHAPES)]
+fn hermes_parse_view(b: Bencher, shape: &str) {
+    let key = hermes::build(&pick(shape), &Policy::default()).expect("builds");
+    b.bench(|| hermes::parse_view(black_box(&key)));
+}
+
 #[divan::bench(args = SHAPES)]
 fn canonical_build(b: Bencher, shape: &str) {
     let o = pick(shape);

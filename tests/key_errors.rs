@@ -28,6 +28,8 @@ const BAD_KEYS: &[&str] = &[
     "agent:main:telegram:group:1:~",
     "agent:main:telegram:group:1:2:3",
     "agent:main:telegram:group:1:~2:3",
+    "agent:main:telegram:group:1:t%zz",
+    "agent:main:telegram:group:1:~u%zz",
 ];
 
 fn table(parse: impl Fn(&str) -> Option<String>) -> String {

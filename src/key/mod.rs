@@ -289,24 +289,28 @@ fn scan_checked(key: &str) -> Result<Scanned<'_>, KeyError> {
 /// that may start a namespace `[a-z0-9]`; bit 8, one that may start a
 /// platform `[a-z]`.
 const HEAD_CLASS: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
+    const fn class(c: u8) -> u8 {
         let lower = c.is_ascii_lowercase();
         let digit = c.is_ascii_digit();
+        let mut k = 0;
         if lower || digit || c == b'_' || c == b'-' {
-            t[b] |= NS_BYTE;
+            k |= NS_BYTE;
         }
         if lower || digit || c == b'_' {
-            t[b] |= PLATFORM_BYTE;
+            k |= PLATFORM_BYTE;
         }
         if lower || digit {
-            t[b] |= NS_FIRST;
+            k |= NS_FIRST;
         }
         if lower {
-            t[b] |= PLATFORM_FIRST;
+            k |= PLATFORM_FIRST;
         }
+        k
+    }
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < t.len() {
+        t[b] = class(b as u8);
         b += 1;
     }
     t
@@ -321,14 +325,16 @@ const PLATFORM_FIRST: u8 = 8;
 /// (the `:`'s index), or `None` for anything else.
 #[inline(always)]
 fn head_token(bytes: &[u8], from: usize, class: u8, first: u8, max: usize) -> Option<usize> {
-    if HEAD_CLASS[*bytes.get(from)? as usize] & first == 0 {
-        return None;
-    }
-    let mut i = from + 1;
-    while i < bytes.len() && HEAD_CLASS[bytes[i] as usize] & class != 0 {
-        i += 1;
-    }
-    (i - from <= max && bytes.get(i) == Some(&b':')).then_some(i)
+    let rest = bytes.get(from..)?;
+    let len = rest
+        .iter()
+        .take_while(|&&b| HEAD_CLASS[usize::from(b)] & class != 0)
+        .count();
+    let end = from + len;
+    let ok = (1..=max).contains(&len)
+        && HEAD_CLASS[usize::from(rest[0])] & first != 0
+        && bytes.get(end) == Some(&b':');
+    ok.then_some(end)
 }
 
 /// How many leading bytes of a key [`in_window`] classifies at once: the
@@ -337,7 +343,11 @@ fn head_token(bytes: &[u8], from: usize, class: u8, first: u8, max: usize) -> Op
 pub(crate) const WINDOW: usize = 64;
 /// How many of its 16-byte lanes may hold the namespace and platform: the
 /// first two (`agent:coder:mattermost:` is 23 bytes).
-const HEAD_LANES: usize = 2;
+pub(crate) const HEAD_LANES: usize = 2;
+// A head in those lanes cannot break the length limits of its tokens, so
+// the window need not test them.
+const _: () = assert!(16 * HEAD_LANES - 8 <= MAX_PLATFORM_BYTES);
+const _: () = assert!(16 * HEAD_LANES - 8 <= MAX_PROFILE_BYTES);
 
 /// The chat-type tokens by length, as little-endian words (KEY-6): each
 /// length has at most one, so a token is recognised by one comparison.
@@ -398,22 +408,27 @@ pub(crate) fn window_ends(bytes: &[u8]) -> Option<Ends> {
     let (mut colon, mut ns_ok, mut dash) = (0u64, 0u64, 0u64);
     let splat = u8x16::splat;
     let in_range = |v: u8x16, lo: u8, hi: u8| v.max(splat(lo)).min(splat(hi)).cmp_eq(v);
-    for k in 0..WINDOW / 16 {
+    // Lane `k` and the shift that drops what it re-read before `16 * k`.
+    let lane = |k: usize| {
         let at = 16 * k;
         let from = at.min(len - 16);
-        let mut lane = [0u8; 16];
-        lane.copy_from_slice(&bytes[from..from + 16]);
-        let v = u8x16::new(lane);
-        let shift = at - from;
-        let bits = |m: u8x16| (u64::from(m.move_mask() as u16) >> shift) << at;
-        colon |= bits(v.cmp_eq(splat(b':')));
-        if k < HEAD_LANES {
-            let is_dash = v.cmp_eq(splat(b'-'));
-            let token =
-                in_range(v, b'a', b'z') | in_range(v, b'0', b'9') | v.cmp_eq(splat(b'_')) | is_dash;
-            ns_ok |= bits(token);
-            dash |= bits(is_dash);
-        }
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&bytes[from..from + 16]);
+        (u8x16::new(a), at - from)
+    };
+    let bits =
+        |m: u8x16, k: usize, shift: usize| (u64::from(m.move_mask() as u16) >> shift) << (16 * k);
+    for k in 0..WINDOW / 16 {
+        let (v, shift) = lane(k);
+        colon |= bits(v.cmp_eq(splat(b':')), k, shift);
+    }
+    for k in 0..HEAD_LANES {
+        let (v, shift) = lane(k);
+        let is_dash = v.cmp_eq(splat(b'-'));
+        let token =
+            in_range(v, b'a', b'z') | in_range(v, b'0', b'9') | v.cmp_eq(splat(b'_')) | is_dash;
+        ns_ok |= bits(token, k, shift);
+        dash |= bits(is_dash, k, shift);
     }
     // The eight bytes from `at` (zeros past the end of the key).
     let word = |at: usize| {
@@ -447,7 +462,6 @@ pub(crate) fn window_ends(bytes: &[u8]) -> Option<Ends> {
     let head_ok = (word(0) & 0xffff_ffff_ffff == u64::from_le_bytes(*b"agent:\0\0"))
         & (ns_end > 6)
         & (plat_end > plat_start)
-        & (plat_end - plat_start <= MAX_PLATFORM_BYTES)
         & (ns_ok & ns_span == ns_span)
         & (plat_ok & plat_span == plat_span)
         & (HEAD_CLASS[usize::from(bytes[6])] & NS_FIRST != 0)
@@ -494,22 +508,8 @@ fn in_window(key: &str) -> Option<Scanned<'_>> {
     })
 }
 
-/// Whether [`in_window`] must take `head` (a head of `key` the checked
-/// parser accepted): the key has 16 bytes or more, the namespace and the
-/// platform end within the first [`HEAD_LANES`] lanes, and the chat type
-/// ends in the window. Stated from the checked head's parts, not from the
-/// masks, so that the fuzz target and the laws can hold the window to it:
-/// a window that fell back more often than this would cost time, not
-/// correctness, and nothing else would notice.
-pub(crate) fn window_takes(key: &str, head: &Head<'_>) -> bool {
-    let plat_end = 6 + head.namespace.len() + 1 + head.platform.len();
-    let ct_end = plat_end + 1 + head.chat_type.as_str().len();
-    key.len() >= 16
-        && plat_end < 16 * HEAD_LANES
-        && (ct_end < WINDOW || (head.tail.is_none() && ct_end == WINDOW))
-}
-
-/// [`in_window`], for the fuzz target's check of [`window_takes`].
+/// [`in_window`], for the fuzz target's check that it takes every head it
+/// must (`fuzzing::window_takes`).
 pub(crate) fn window_scan(key: &str) -> Option<Scanned<'_>> {
     in_window(key)
 }

@@ -100,9 +100,11 @@ def main():
 
     keys = [c["hermes"]["Ok"] for c in cases if "Ok" in c["hermes"]]
 
+    parse_session_key = gr._parse_session_key  # a local: no module lookup per call
+
     def parse_all():
         for k in keys:
-            gr._parse_session_key(k)
+            parse_session_key(k)
 
     # Routing: one runner whose store holds every session, one empty.
     tmp = tempfile.mkdtemp(prefix="procroute-side-store-")
@@ -122,9 +124,11 @@ def main():
     miss.session_store._ensure_loaded()
 
     def route(runner):
+        build_source = runner._build_process_event_source  # bound once, not per call
+
         def go():
             for e in events:
-                runner._build_process_event_source(e)
+                build_source(e)
         return go
 
     ops = {
