@@ -22,6 +22,19 @@ pub fn key_parse(data: &[u8]) {
                 "the 64-byte window falls back on a head it should take"
             );
         }
+        // The hermes parse's inline path answers its whole domain.
+        let tail = head.tail.map(|t| t.text);
+        let inline_domain = window_takes(&text, &head)
+            && !(head.platform == crate::origin::WHATSAPP
+                && head.chat_type == crate::origin::ChatType::Dm)
+            && tail.is_some_and(|t| {
+                t.contains(':') || (!t.is_empty() && t.len() <= crate::origin::MAX_ID_BYTES)
+            });
+        assert_eq!(
+            hermes::parse_view_inline(&text).is_some(),
+            inline_domain,
+            "the hermes parse's inline path does not answer exactly its domain"
+        );
         let scanned = crate::key::parse_scan(&text).expect("the checked parser accepted it");
         assert_eq!(
             scanned.tail_has_colon(&text),

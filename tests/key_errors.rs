@@ -22,6 +22,7 @@ const BAD_KEYS: &[&str] = &[
     "agent:main:telegram:group:a\tb",
     "agent:main:telegram:group:%3a",
     "agent:main:telegram:group:%41",
+    "agent:main:telegram:group:a%41",
     "agent:main:telegram:group:%E2%82",
     "agent:main:telegram:group:abc%",
     "agent:main:telegram:dm:1:~2",

@@ -160,6 +160,9 @@ fn heads() -> impl Strategy<Value = String> {
         Just("dmx"),
         Just("groups"),
         Just("Thread"),
+        Just("chanxel"),
+        Just("threax"),
+        Just("grouq"),
         Just(""),
     ];
     // Mostly whole heads with a tail, so that keys are long enough for
@@ -222,5 +225,138 @@ proptest! {
     #[test]
     fn fast_head_agrees_on_any_text(key in ".{0,40}") {
         procroute::fuzzing::key_parse(key.as_bytes());
+    }
+}
+
+/// `Determined::known` gives the value exactly when the key determines it
+/// (KEY-H3), for each of the three states a hermes parse can report.
+#[test]
+fn determined_known_is_the_value_only_when_known() {
+    let one = hermes::parse_view("agent:main:telegram:group:-100").expect("parses");
+    assert_eq!(one.chat_id.known(), Some(&"-100"));
+    assert_eq!(one.thread_id.known(), None, "absent");
+    let split = hermes::parse_view("agent:main:telegram:group:-100:42").expect("parses");
+    assert_eq!(split.chat_id.known(), None, "unknown: the tail splits");
+}
+
+/// KEY-H4 at the chat id's length limit, on both paths of the hermes parse
+/// (a key within the window and one longer than it): a tail of exactly
+/// `MAX_ID_BYTES` is the known chat id, one byte more is an error naming
+/// the chat id.
+#[test]
+fn hermes_parse_chat_id_at_and_past_its_limit() {
+    let max = procroute::origin::MAX_ID_BYTES;
+    for chat in ["c".repeat(max), "é".repeat(max / 2)] {
+        let key = format!("agent:main:telegram:group:{chat}");
+        let v = hermes::parse_view(&key).expect("at the limit");
+        assert_eq!(v.chat_id.known(), Some(&chat.as_str()));
+        let over = format!("{key}x");
+        let err = hermes::parse_view(&over).expect_err("past the limit");
+        assert!(err.to_string().contains("chat id"), "{err}");
+    }
+}
+
+/// The mirror of hermes-agent's own positional parser (used by reports to
+/// show what hermes would route to) answers as hermes-agent 0.19.0's
+/// `gateway/run.py::_parse_session_key` does; expectations taken from
+/// that function run on these keys.
+#[test]
+fn hermes_own_parse_mirrors_hermes_positional_parser() {
+    let own = |k: &str| {
+        hermes::hermes_own_parse(k).map(|p| (p.platform, p.chat_type, p.chat_id, p.thread_id))
+    };
+    let s = |v: &str| v.to_owned();
+    assert_eq!(
+        own("agent:main:telegram:group:-100:42"),
+        Some((s("telegram"), s("group"), s("-100"), None))
+    );
+    assert_eq!(
+        own("agent:main:telegram:dm:7:42"),
+        Some((s("telegram"), s("dm"), s("7"), Some(s("42"))))
+    );
+    assert_eq!(
+        own("agent:main:slack:thread:C1:t1:u"),
+        Some((s("slack"), s("thread"), s("C1"), Some(s("t1"))))
+    );
+    assert_eq!(
+        own("agent:main:matrix:group:!r:srv"),
+        Some((s("matrix"), s("group"), s("!r"), None))
+    );
+    assert_eq!(
+        own("agent:main:telegram:dm:7"),
+        Some((s("telegram"), s("dm"), s("7"), None)),
+        "five parts: no sixth to take"
+    );
+    for none in [
+        "agent:coder:telegram:dm:7",
+        "agent:main:telegram:dm",
+        "agent:main:telegram",
+        "agent:main",
+        "session:main:telegram:dm:1",
+        "Agent:main:x:dm:1",
+    ] {
+        assert_eq!(own(none), None, "{none}");
+    }
+}
+
+/// KEY-2, KEY-3: a profile becomes the key's namespace in both dialects;
+/// `main` and `default` mean the default namespace, and so does no profile.
+#[test]
+fn key_2_a_profile_is_the_namespace_and_main_or_default_mean_none() {
+    use procroute::{ChatType, Origin, Policy, Profile};
+    let o = Origin::new("telegram", ChatType::Dm, "7").expect("valid");
+    let with = |name: &str| Policy::default().with_profile(Profile::new(name).expect("valid"));
+    let coder = with("coder");
+    assert_eq!(coder.profile().map(Profile::as_str), Some("coder"));
+    assert_eq!(coder.namespace(), "coder");
+    assert_eq!(
+        hermes::build(&o, &coder).expect("builds"),
+        "agent:coder:telegram:dm:7"
+    );
+    assert!(canonical::build(&o, &coder).starts_with("agent:coder:telegram:dm:"));
+    for default in ["main", "default"] {
+        let p = with(default);
+        assert_eq!(p.profile(), None, "{default}");
+        assert_eq!(p, Policy::default(), "{default}");
+        assert_eq!(
+            hermes::build(&o, &p).expect("builds"),
+            "agent:main:telegram:dm:7"
+        );
+    }
+    assert_eq!(Policy::default().profile(), None);
+    // The wire form: an absent knob takes hermes-agent's default (KEY-3).
+    let wire = |j: &str| serde_json::from_str::<Policy>(j).expect("a policy");
+    assert_eq!(wire("{}"), Policy::default());
+    assert_eq!(wire(r#"{"profile":"default"}"#), Policy::default());
+    assert_eq!(wire(r#"{"profile":"coder"}"#), coder);
+    let p = Profile::new("coder").expect("valid");
+    assert_eq!(format!("{p:?}"), "\"coder\"");
+    assert_eq!(String::from(p), "coder");
+}
+
+/// KEY-1, KEY-6: a valid key of exactly `MAX_KEY_BYTES` parses on every
+/// path (window, byte loops, checked); one byte more is an error on every
+/// path, naming the length. Both through the fuzz body's cross-checks.
+#[test]
+fn keys_at_and_past_the_length_limit() {
+    let max = procroute::key::MAX_KEY_BYTES;
+    for head in [
+        "agent:main:telegram:group:",
+        &format!("agent:{}:telegram:group:", "n".repeat(40)),
+    ] {
+        let at = format!(
+            "{head}{}",
+            "c:".repeat(max).get(..max - head.len()).expect("ascii")
+        );
+        assert_eq!(at.len(), max);
+        procroute::fuzzing::key_parse(at.as_bytes());
+        assert!(hermes::parse(&at).is_ok(), "at the limit");
+        let over = format!("{at}c");
+        procroute::fuzzing::key_parse(over.as_bytes());
+        let err = hermes::parse(&over)
+            .expect_err("past the limit")
+            .to_string();
+        assert!(err.contains(&(max + 1).to_string()), "{err}");
+        assert!(canonical::parse(&over).is_err());
     }
 }

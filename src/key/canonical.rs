@@ -189,7 +189,7 @@ fn decode(seg: Segment<'_>, field: Field) -> Result<Id, KeyError> {
     while let Some((i, c)) = chars.next() {
         if c == '%' {
             let hex = bytes.get(i + 1..i + 3);
-            let value = hex.and_then(|h| Some(hex_val(h[0])? << 4 | hex_val(h[1])?));
+            let value = hex.and_then(|h| Some(hex_val(h[0])? * 16 + hex_val(h[1])?));
             let Some(b) = value else {
                 return Err(KeyError::at(
                     seg.start + i,

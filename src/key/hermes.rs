@@ -204,35 +204,46 @@ pub fn parse(key: &str) -> Result<HermesParsed, KeyError> {
 /// Only the head and the tail's first `:` are looked for: whether the tail
 /// has two segments or twenty, the answer is the same.
 pub fn parse_view(key: &str) -> Result<HermesView<'_>, KeyError> {
-    // The common case inline: a head in the window, a tail, not a WhatsApp
-    // dm, not a bad chat id. Everything else takes the general path, which
-    // names any problem.
-    let bytes = key.as_bytes();
-    if let Some(e) = window_ends(bytes) {
-        let platform = &key[e.ns_end + 1..e.plat_end];
-        let whatsapp_dm = e.chat_type == ChatType::Dm && platform == WHATSAPP;
-        if e.ct_end < key.len() && !whatsapp_dm {
-            let tail = &key[e.ct_end + 1..];
-            let split = e.tail_colon
-                || (bytes.len() > WINDOW && memchr::memchr(b':', &bytes[WINDOW..]).is_some());
-            if split || (!tail.is_empty() && tail.len() <= MAX_ID_BYTES) {
-                let cs = Determined::Unknown(Uncertain::ColonSplit);
-                return Ok(HermesView {
-                    namespace: &key[6..e.ns_end],
-                    platform,
-                    chat_type: e.chat_type,
-                    chat_id: if split { cs } else { Determined::Known(tail) },
-                    thread_id: if split { cs } else { Determined::Absent },
-                    user_id: if split && e.chat_type != ChatType::Dm {
-                        cs
-                    } else {
-                        Determined::Absent
-                    },
-                });
-            }
-        }
+    match parse_view_inline(key) {
+        Some(view) => Ok(view),
+        None => parse_view_general(key),
     }
-    parse_view_general(key)
+}
+
+/// The common case of [`parse_view`], inline: a head in the window, a
+/// tail, not a WhatsApp dm, and a tail that splits or is a valid chat id.
+/// `None` for everything else; the general path then answers, naming any
+/// problem. The fuzz body holds this path to the general one and to this
+/// domain (`fuzzing::key_parse`).
+#[inline(always)]
+pub(crate) fn parse_view_inline(key: &str) -> Option<HermesView<'_>> {
+    let bytes = key.as_bytes();
+    let e = window_ends(bytes)?;
+    let platform = &key[e.ns_end + 1..e.plat_end];
+    if e.ct_end == key.len() || (e.chat_type == ChatType::Dm && platform == WHATSAPP) {
+        return None;
+    }
+    let tail = &key[e.ct_end + 1..];
+    let split =
+        e.tail_colon || (bytes.len() > WINDOW && memchr::memchr(b':', &bytes[WINDOW..]).is_some());
+    if !split && (tail.is_empty() || tail.len() > MAX_ID_BYTES) {
+        return None;
+    }
+    // Selects, not branches: whether the tail splits is the one thing
+    // about a key a branch predictor cannot learn.
+    let cs = Determined::Unknown(Uncertain::ColonSplit);
+    Some(HermesView {
+        namespace: &key[6..e.ns_end],
+        platform,
+        chat_type: e.chat_type,
+        chat_id: if split { cs } else { Determined::Known(tail) },
+        thread_id: if split { cs } else { Determined::Absent },
+        user_id: if split && e.chat_type != ChatType::Dm {
+            cs
+        } else {
+            Determined::Absent
+        },
+    })
 }
 
 /// [`parse_view`] for every key: the head through [`parse_scan`]. The

@@ -458,10 +458,10 @@ pub(crate) fn window_ends(bytes: &[u8]) -> Option<Ends> {
     let ns_span = span(6, ns_end);
     let plat_start = ns_end + 1;
     let plat_span = span(plat_start, plat_end);
-    // Non-short-circuit `&`: one branch for the whole head.
+    // Non-short-circuit `&`: one branch for the whole head. An empty token
+    // needs no test of its own: its first byte is the next `:`, which is
+    // in no first-byte class.
     let head_ok = (word(0) & 0xffff_ffff_ffff == u64::from_le_bytes(*b"agent:\0\0"))
-        & (ns_end > 6)
-        & (plat_end > plat_start)
         & (ns_ok & ns_span == ns_span)
         & (plat_ok & plat_span == plat_span)
         & (HEAD_CLASS[usize::from(bytes[6])] & NS_FIRST != 0)
