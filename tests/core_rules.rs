@@ -1108,9 +1108,13 @@ fn proc_8_recorded_sequences_are_per_run() {
 /// truncated. The registry reports the limits it was given and enforces.
 #[test]
 fn proc_9_every_limit_holds_at_its_exact_boundary() {
+    let custom = Limits {
+        max_processes: 7,
+        ..Limits::default()
+    };
+    assert_eq!(Registry::new(custom.clone()).limits(), &custom);
     let limits = Limits::default();
     let mut r = Registry::new(limits.clone());
-    assert_eq!(r.limits(), &limits);
     let a = topic("1", "a");
     let at = |r: &mut Registry, f: &dyn Fn(&mut SpawnRequest)| {
         let mut q = req(&a, "p", &[], true);
