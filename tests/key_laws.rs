@@ -239,20 +239,26 @@ fn determined_known_is_the_value_only_when_known() {
     assert_eq!(split.chat_id.known(), None, "unknown: the tail splits");
 }
 
-/// KEY-H4 at the chat id's length limit, on both paths of the hermes parse
-/// (a key within the window and one longer than it): a tail of exactly
-/// `MAX_ID_BYTES` is the known chat id, one byte more is an error naming
-/// the chat id.
+/// KEY-H4 at the chat id's length limit, with the head in the key parser's
+/// window and with a head too long for it (a 40-byte profile: the general
+/// path): a tail of exactly `MAX_ID_BYTES` is the known chat id, one byte
+/// more is an error naming the chat id, and both paths of the parse agree
+/// on every one of these keys (`fuzzing::key_parse` asserts it).
 #[test]
 fn hermes_parse_chat_id_at_and_past_its_limit() {
     let max = procroute::origin::MAX_ID_BYTES;
-    for chat in ["c".repeat(max), "é".repeat(max / 2)] {
-        let key = format!("agent:main:telegram:group:{chat}");
-        let v = hermes::parse_view(&key).expect("at the limit");
-        assert_eq!(v.chat_id.known(), Some(&chat.as_str()));
-        let over = format!("{key}x");
-        let err = hermes::parse_view(&over).expect_err("past the limit");
-        assert!(err.to_string().contains("chat id"), "{err}");
+    let long_profile = "p".repeat(40);
+    for profile in ["main", long_profile.as_str()] {
+        for chat in ["c".repeat(max), "é".repeat(max / 2)] {
+            let key = format!("agent:{profile}:telegram:group:{chat}");
+            let v = hermes::parse_view(&key).expect("at the limit");
+            assert_eq!(v.chat_id.known(), Some(&chat.as_str()), "{profile}");
+            let over = format!("{key}x");
+            let err = hermes::parse_view(&over).expect_err("past the limit");
+            assert!(err.to_string().contains("chat id"), "{profile}: {err}");
+            procroute::fuzzing::key_parse(key.as_bytes());
+            procroute::fuzzing::key_parse(over.as_bytes());
+        }
     }
 }
 
