@@ -44,7 +44,11 @@ fn main() {
     if let Some(kib) = procroute::soak::peak_rss_kib() {
         println!("peak RSS {:.1} MiB", kib as f64 / 1024.0);
     }
-    if r.unaccounted != 0 {
+    if r.unaccounted != 0 || r.undrained != 0 {
+        eprintln!(
+            "FAILED: {} completions unaccounted, {} notifications never drained",
+            r.unaccounted, r.undrained
+        );
         std::process::exit(1);
     }
 }

@@ -20,6 +20,7 @@ fn deliver_7_a_short_soak_stays_bounded_and_loses_nothing() {
     });
     assert_eq!(r.completions_promised, 2_000);
     assert_eq!(r.unaccounted, 0, "{r:?}");
+    assert_eq!(r.undrained, 0, "the delivery queue never drained: {r:?}");
     assert_eq!(r.completions_delivered + r.completions_dead, 2_000);
     assert!(r.failed_sends > 0, "the adapter never failed: {r:?}");
     for (what, limit, peak) in &r.bounds {
