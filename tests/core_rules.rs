@@ -598,6 +598,9 @@ fn deliver_4_failures_back_off_then_dead_letter_with_reason() {
                 break n;
             }
             t += 100;
+            // The whole backoff schedule is 31 s: a retry not due by then
+            // is lost, and the test says so instead of waiting forever.
+            assert!(t < 600_000, "the retry never came due (t = {t} ms)");
         };
         gaps.push(t);
         d.ack(n[0].id, Err("503".into()), t);
@@ -628,6 +631,7 @@ fn deliver_5_one_process_in_order_even_across_failures() {
     let mut t = 0;
     while seen.len() < 3 {
         t += 500;
+        assert!(t < 600_000, "delivered only {seen:?} by t = {t} ms");
         for n in d.poll(t) {
             seen.push(n.text.clone());
             d.ack(n.id, Ok(()), t);
