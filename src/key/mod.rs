@@ -351,7 +351,8 @@ const _: () = assert!(16 * HEAD_LANES - 8 <= MAX_PROFILE_BYTES);
 
 /// The chat-type tokens by length, as little-endian words (KEY-6): each
 /// length has at most one, so a token is recognised by one comparison.
-const CHAT_TYPE_BY_LEN: [(u64, Option<ChatType>); 8] = {
+/// A length with no token holds [`NO_TOKEN`], which no key's bytes match.
+const CHAT_TYPE_BY_LEN: [(u64, ChatType); 8] = {
     const fn word(s: &[u8]) -> u64 {
         let mut w = 0u64;
         let mut i = 0;
@@ -361,17 +362,21 @@ const CHAT_TYPE_BY_LEN: [(u64, Option<ChatType>); 8] = {
         }
         w
     }
+    let none = (NO_TOKEN, ChatType::Dm);
     [
-        (0, None),
-        (0, None),
-        (word(b"dm"), Some(ChatType::Dm)),
-        (0, None),
-        (0, None),
-        (word(b"group"), Some(ChatType::Group)),
-        (word(b"thread"), Some(ChatType::Thread)),
-        (word(b"channel"), Some(ChatType::Channel)),
+        none,
+        none,
+        (word(b"dm"), ChatType::Dm),
+        none,
+        none,
+        (word(b"group"), ChatType::Group),
+        (word(b"thread"), ChatType::Thread),
+        (word(b"channel"), ChatType::Channel),
     ]
 };
+/// Eight `0xff` bytes: no `str` holds the byte `0xff`, and the word a
+/// shorter length reads has zeros on top.
+const NO_TOKEN: u64 = u64::MAX;
 
 /// Where the parts of a head found by [`window_ends`] end: byte offsets
 /// into the key.
@@ -401,45 +406,35 @@ pub(crate) fn window_ends(bytes: &[u8]) -> Option<Ends> {
     }
     // Per 16-byte lane: the `:` bytes, the namespace bytes `[a-z0-9_-]`
     // and the `-` bytes, as bit masks (platform bytes are namespace bytes
-    // other than `-`). A lane past the end of a short key is read as the
-    // key's last 16 bytes, its mask shifted so that bytes before the lane
-    // drop out (and all of it when the lane starts past the end): no copy,
-    // no branch.
+    // other than `-`), each bit at its byte's offset in the key. A lane past
+    // the end of a short key is read as the key's last 16 bytes: it re-reads
+    // bytes an earlier lane classified, and sets exactly the bits they set
+    // (`|` is idempotent), so there is no copy, no shift back and no branch.
     let (mut colon, mut ns_ok, mut dash) = (0u64, 0u64, 0u64);
     let splat = u8x16::splat;
     let in_range = |v: u8x16, lo: u8, hi: u8| v.max(splat(lo)).min(splat(hi)).cmp_eq(v);
-    // Lane `k` and the shift that drops what it re-read before `16 * k`.
+    // Lane `k`, read from `from`: `16 * k`, or less when that would run
+    // past the end.
     let lane = |k: usize| {
-        let at = 16 * k;
-        let from = at.min(len - 16);
+        let from = (16 * k).min(len - 16);
         let mut a = [0u8; 16];
         a.copy_from_slice(&bytes[from..from + 16]);
-        (u8x16::new(a), at - from)
+        (u8x16::new(a), from)
     };
-    let bits =
-        |m: u8x16, k: usize, shift: usize| (u64::from(m.move_mask() as u16) >> shift) << (16 * k);
+    // `from + 16 <= WINDOW`: every bit lands inside the `u64`.
+    let bits = |m: u8x16, from: usize| u64::from(m.move_mask() as u16) << from;
     for k in 0..WINDOW / 16 {
-        let (v, shift) = lane(k);
-        colon |= bits(v.cmp_eq(splat(b':')), k, shift);
+        let (v, from) = lane(k);
+        colon |= bits(v.cmp_eq(splat(b':')), from);
     }
     for k in 0..HEAD_LANES {
-        let (v, shift) = lane(k);
+        let (v, from) = lane(k);
         let is_dash = v.cmp_eq(splat(b'-'));
         let token =
             in_range(v, b'a', b'z') | in_range(v, b'0', b'9') | v.cmp_eq(splat(b'_')) | is_dash;
-        ns_ok |= bits(token, k, shift);
-        dash |= bits(is_dash, k, shift);
+        ns_ok |= bits(token, from);
+        dash |= bits(is_dash, from);
     }
-    // The eight bytes from `at` (zeros past the end of the key).
-    let word = |at: usize| {
-        let from = at.min(len - 8);
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&bytes[from..from + 8]);
-        // `at - from` is at most 24 (a chat type starts before byte 33).
-        u64::from_le_bytes(w)
-            .checked_shr(8 * (at - from) as u32)
-            .unwrap_or(0)
-    };
     // The `:` after "agent" is bit 5; the next three end the namespace,
     // the platform and the chat type; a fourth lies in the tail.
     let after_prefix = colon & !0x3f;
@@ -452,19 +447,22 @@ pub(crate) fn window_ends(bytes: &[u8]) -> Option<Ends> {
     let rest = rest & rest.wrapping_sub(1);
     let ct_colon = rest.trailing_zeros() as usize;
     let tail_colon = rest & rest.wrapping_sub(1) != 0;
-    // Bits from..to (to < 64).
-    let span = |from: usize, to: usize| (1u64 << to) - (1u64 << from);
-    let plat_ok = ns_ok & !dash;
-    let ns_span = span(6, ns_end);
+    // The namespace and the platform are bits `6..plat_end`: each a
+    // namespace byte, except the `:` between them (bit `ns_end`), and no
+    // `-` from that `:` on (platform bytes are namespace bytes but `-`).
+    let ns_colon = after_prefix & after_prefix.wrapping_neg();
+    let head_span = (1u64 << plat_end) - (1u64 << 6);
     let plat_start = ns_end + 1;
-    let plat_span = span(plat_start, plat_end);
     // Non-short-circuit `&`: one branch for the whole head. An empty token
     // needs no test of its own: its first byte is the next `:`, which is
     // in no first-byte class.
-    let head_ok = (word(0) & 0xffff_ffff_ffff == u64::from_le_bytes(*b"agent:\0\0"))
-        & (ns_ok & ns_span == ns_span)
-        & (plat_ok & plat_span == plat_span)
-        & (HEAD_CLASS[usize::from(bytes[6])] & NS_FIRST != 0)
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&bytes[..8]);
+    let first = u64::from_le_bytes(w);
+    let head_ok = (first & 0xffff_ffff_ffff == u64::from_le_bytes(*b"agent:\0\0"))
+        & ((ns_ok | ns_colon) & head_span == head_span)
+        & ((dash & head_span) >> ns_end == 0)
+        & (HEAD_CLASS[(first >> 48) as u8 as usize] & NS_FIRST != 0)
         & (HEAD_CLASS[usize::from(bytes[plat_start])] & PLATFORM_FIRST != 0);
     // The chat type ends at the third `:` or, with no tail, at the end.
     let ct_start = plat_end + 1;
@@ -476,9 +474,20 @@ pub(crate) fn window_ends(bytes: &[u8]) -> Option<Ends> {
         return None;
     };
     let ct_len = ct_end - ct_start;
-    let (pattern, chat_type) = *CHAT_TYPE_BY_LEN.get(ct_len)?;
-    let ct_word = word(ct_start) & ((1u64 << (8 * ct_len)) - 1);
-    let chat_type = chat_type.filter(|_| head_ok & (ct_word == pattern))?;
+    let (pattern, chat_type) = CHAT_TYPE_BY_LEN[ct_len & 7];
+    // The eight bytes that end where the chat type ends, shifted down so
+    // that only the chat type's bytes remain: no mask, no read past the
+    // key. `ct_end >= 8`: "agent:", a namespace byte, `:` and a platform
+    // byte come first. A shift of 64 (length 0) wraps to 0; that row is
+    // [`NO_TOKEN`], which the whole word cannot match either.
+    debug_assert!(ct_end >= 8);
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&bytes[ct_end - 8..ct_end]);
+    let ct_word = u64::from_le_bytes(w).wrapping_shr((64 - 8 * (ct_len & 7)) as u32);
+    // One branch for the head and the chat type.
+    if !(head_ok & (ct_len < CHAT_TYPE_BY_LEN.len()) & (ct_word == pattern)) {
+        return None;
+    }
     Some(Ends {
         ns_end,
         plat_end,
