@@ -351,8 +351,7 @@ const _: () = assert!(16 * HEAD_LANES - 8 <= MAX_PROFILE_BYTES);
 
 /// The chat-type tokens by length, as little-endian words (KEY-6): each
 /// length has at most one, so a token is recognised by one comparison.
-/// A length with no token holds [`NO_TOKEN`], which no key's bytes match.
-const CHAT_TYPE_BY_LEN: [(u64, ChatType); 8] = {
+const CHAT_TYPE_BY_LEN: [(u64, Option<ChatType>); 8] = {
     const fn word(s: &[u8]) -> u64 {
         let mut w = 0u64;
         let mut i = 0;
@@ -362,21 +361,17 @@ const CHAT_TYPE_BY_LEN: [(u64, ChatType); 8] = {
         }
         w
     }
-    let none = (NO_TOKEN, ChatType::Dm);
     [
-        none,
-        none,
-        (word(b"dm"), ChatType::Dm),
-        none,
-        none,
-        (word(b"group"), ChatType::Group),
-        (word(b"thread"), ChatType::Thread),
-        (word(b"channel"), ChatType::Channel),
+        (0, None),
+        (0, None),
+        (word(b"dm"), Some(ChatType::Dm)),
+        (0, None),
+        (0, None),
+        (word(b"group"), Some(ChatType::Group)),
+        (word(b"thread"), Some(ChatType::Thread)),
+        (word(b"channel"), Some(ChatType::Channel)),
     ]
 };
-/// Eight `0xff` bytes: no `str` holds the byte `0xff`, and the word a
-/// shorter length reads has zeros on top.
-const NO_TOKEN: u64 = u64::MAX;
 
 /// Where the parts of a head found by [`window_ends`] end: byte offsets
 /// into the key.
@@ -435,6 +430,12 @@ pub(crate) fn window_ends(bytes: &[u8]) -> Option<Ends> {
         ns_ok |= bits(token, from);
         dash |= bits(is_dash, from);
     }
+    // The eight bytes from `from` (`from + 8 <= len`), little-endian.
+    let word = |from: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[from..from + 8]);
+        u64::from_le_bytes(w)
+    };
     // The `:` after "agent" is bit 5; the next three end the namespace,
     // the platform and the chat type; a fourth lies in the tail.
     let after_prefix = colon & !0x3f;
@@ -456,9 +457,7 @@ pub(crate) fn window_ends(bytes: &[u8]) -> Option<Ends> {
     // Non-short-circuit `&`: one branch for the whole head. An empty token
     // needs no test of its own: its first byte is the next `:`, which is
     // in no first-byte class.
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&bytes[..8]);
-    let first = u64::from_le_bytes(w);
+    let first = word(0);
     let head_ok = (first & 0xffff_ffff_ffff == u64::from_le_bytes(*b"agent:\0\0"))
         & ((ns_ok | ns_colon) & head_span == head_span)
         & ((dash & head_span) >> ns_end == 0)
@@ -474,20 +473,15 @@ pub(crate) fn window_ends(bytes: &[u8]) -> Option<Ends> {
         return None;
     };
     let ct_len = ct_end - ct_start;
-    let (pattern, chat_type) = CHAT_TYPE_BY_LEN[ct_len & 7];
+    let (pattern, chat_type) = *CHAT_TYPE_BY_LEN.get(ct_len)?;
     // The eight bytes that end where the chat type ends, shifted down so
     // that only the chat type's bytes remain: no mask, no read past the
     // key. `ct_end >= 8`: "agent:", a namespace byte, `:` and a platform
     // byte come first. A shift of 64 (length 0) wraps to 0; that row is
-    // [`NO_TOKEN`], which the whole word cannot match either.
+    // `None` anyway.
     debug_assert!(ct_end >= 8);
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&bytes[ct_end - 8..ct_end]);
-    let ct_word = u64::from_le_bytes(w).wrapping_shr((64 - 8 * (ct_len & 7)) as u32);
-    // One branch for the head and the chat type.
-    if !(head_ok & (ct_len < CHAT_TYPE_BY_LEN.len()) & (ct_word == pattern)) {
-        return None;
-    }
+    let ct_word = word(ct_end - 8).wrapping_shr((64 - 8 * ct_len) as u32);
+    let chat_type = chat_type.filter(|_| head_ok & (ct_word == pattern))?;
     Some(Ends {
         ns_end,
         plat_end,
