@@ -25,11 +25,38 @@ pub enum NotificationId {
     Shutdown { epoch: u64, index: u32 },
 }
 
+/// What a notification is (TEXT-1). Typed, so no reader ever learns it
+/// from the rendered text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeKind {
+    WatchMatch,
+    WatchDisabled,
+    Completion,
+    Shutdown,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Notification {
     pub id: NotificationId,
+    pub kind: NoticeKind,
     pub destination: Destination,
     pub text: String,
+}
+
+/// Why a notification was dead-lettered, typed (ROUTE-4, DELIVER-4,
+/// DELIVER-7); the reason text says it in words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadCause {
+    /// The adapter failed every attempt (DELIVER-4).
+    AdapterFailed,
+    /// The queue was full (DELIVER-7).
+    Backpressure,
+    /// No route (ROUTE-3, ROUTE-4).
+    NoRoute,
+    /// Stored and captured origins disagree (ROUTE-5).
+    OriginConflict,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,6 +103,7 @@ struct Pending {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadLetter {
     pub notification: Notification,
+    pub cause: DeadCause,
     pub reason: String,
     pub at_ms: u64,
 }
@@ -170,6 +198,23 @@ impl DeliveryEngine {
             .max()
     }
 
+    /// The highest shutdown epoch this log mentions: a gateway restarted
+    /// from it numbers its next shutdown above, or the new notices would be
+    /// taken for delivered duplicates (DELIVER-3, DELIVER-8).
+    pub fn max_shutdown_epoch(&self) -> u64 {
+        let of = |id: &NotificationId| match id {
+            NotificationId::Shutdown { epoch, .. } => Some(*epoch),
+            NotificationId::Process { .. } => None,
+        };
+        self.queued_ids
+            .iter()
+            .chain(&self.delivered)
+            .chain(self.dead.iter().map(|d| &d.notification.id))
+            .filter_map(of)
+            .max()
+            .unwrap_or(0)
+    }
+
     pub fn limits(&self) -> &DeliveryLimits {
         &self.limits
     }
@@ -254,6 +299,7 @@ impl DeliveryEngine {
                     self.queued_ids.remove(&id);
                     self.dead_letter(
                         p.n,
+                        DeadCause::AdapterFailed,
                         format!("adapter failed {} times, last: {reason}", p.attempts),
                         now_ms,
                     );
@@ -275,13 +321,14 @@ impl DeliveryEngine {
 
     /// Records a notification that can never be sent, with its reason
     /// (DELIVER-4). The dead-letter list is bounded; the count is not.
-    pub fn dead_letter(&mut self, n: Notification, reason: String, now_ms: u64) {
+    pub fn dead_letter(&mut self, n: Notification, cause: DeadCause, reason: String, now_ms: u64) {
         self.dead_total += 1;
         if self.dead.len() >= self.limits.dead_letter_max {
             self.dead.pop_front();
         }
         self.dead.push_back(DeadLetter {
             notification: n,
+            cause,
             reason,
             at_ms: now_ms,
         });

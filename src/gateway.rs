@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::delivery::{DeliveryEngine, DeliveryLimits, Notification, NotificationId};
+use crate::delivery::{DeadCause, DeliveryEngine, DeliveryLimits, NoticeKind, Notification, NotificationId};
 use crate::fault::{self, Fault};
 use crate::key::Policy;
 use crate::origin::Origin;
@@ -176,6 +176,7 @@ impl Gateway {
         }
         let mut out = Vec::new();
         g.check_held().map_err(|e| (FileKind::Delivery, e))?;
+        g.shutdown_epoch = g.delivery.max_shutdown_epoch();
         // A missing checkpoint is an empty one: restoring it still moves the
         // run ids past every run the delivery log names (PROC-8), so a new
         // run's notifications are never taken for an old run's duplicates.
@@ -431,6 +432,7 @@ impl Gateway {
                     };
                     let n = Notification {
                         id,
+                        kind: NoticeKind::Shutdown,
                         destination,
                         text: text::shutdown_notice(),
                     };
@@ -494,22 +496,30 @@ impl Gateway {
                     }
                     let n = Notification {
                         id: n_id,
+                        kind: notice_kind(&e.kind),
                         destination: routed.destination,
                         text: text::render(&e),
                     };
                     if let Err(err) = self.delivery.enqueue(n.clone(), now_ms) {
                         // Back-pressure: never silent (DELIVER-7).
-                        self.delivery.dead_letter(n, err.to_string(), now_ms);
+                        self.delivery
+                            .dead_letter(n, DeadCause::Backpressure, err.to_string(), now_ms);
                     }
                 }
                 Err(reason) => {
                     self.stats.dropped += 1;
                     let n = Notification {
                         id: n_id,
+                        kind: notice_kind(&e.kind),
                         destination: Destination::of(&e.origin),
                         text: text::render(&e),
                     };
-                    self.delivery.dead_letter(n, reason.to_string(), now_ms);
+                    let cause = match reason {
+                        DropReason::OriginConflict { .. } => DeadCause::OriginConflict,
+                        DropReason::NoRoute { .. } => DeadCause::NoRoute,
+                    };
+                    self.delivery
+                        .dead_letter(n, cause, reason.to_string(), now_ms);
                     out.push(Output::Dropped {
                         run: e.run,
                         seq: e.seq,
@@ -535,6 +545,15 @@ impl Gateway {
         for n in self.delivery.poll(now_ms) {
             out.push(Output::Send(n));
         }
+    }
+}
+
+fn notice_kind(k: &crate::registry::EventKind) -> NoticeKind {
+    use crate::registry::EventKind;
+    match k {
+        EventKind::WatchMatch { .. } => NoticeKind::WatchMatch,
+        EventKind::WatchDisabled { .. } => NoticeKind::WatchDisabled,
+        EventKind::Completion { .. } => NoticeKind::Completion,
     }
 }
 

@@ -169,7 +169,9 @@ struct Proc {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 struct Breaker {
-    window_start: u64,
+    /// The open window's start: a window opens at the first watch event
+    /// that passes its cooldown while none is open (PROC-6).
+    window_start: Option<u64>,
     window_hits: u32,
     tripped_until: Option<u64>,
 }
@@ -352,11 +354,13 @@ impl Registry {
                 return Ok(Vec::new());
             }
             b.tripped_until = None;
-            b.window_start = now_ms;
-            b.window_hits = 0;
+            b.window_start = None;
         }
-        if now_ms.saturating_sub(b.window_start) >= limits.global_window_ms {
-            b.window_start = now_ms;
+        if b
+            .window_start
+            .is_none_or(|start| now_ms.saturating_sub(start) >= limits.global_window_ms)
+        {
+            b.window_start = Some(now_ms);
             b.window_hits = 0;
         }
         if b.window_hits >= limits.global_max_per_window {
@@ -452,6 +456,13 @@ impl Registry {
             if let Some(seq) = (log.seq)(run) {
                 p.next_seq = p.next_seq.max(seq + 1);
             }
+            // The rate-limit state is volatile (PROC-8): the checkpoint is
+            // not rewritten for every dropped match, so what it holds may be
+            // stale; a restart starts it afresh, the same way every time.
+            p.cooldown_until = None;
+            p.strike_candidate = false;
+            p.strikes = 0;
+            p.suppressed = 0;
             reg.running.insert(run, p);
         }
         let lost: Vec<RunId> = reg

@@ -29,7 +29,7 @@ pub fn one_line(value: &str) -> String {
 fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(c,
-            '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+            '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
             | '\u{2028}' | '\u{2029}' | '\u{FEFF}')
 }
 

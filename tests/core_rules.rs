@@ -524,6 +524,7 @@ fn note(run: u64, seq: u32, dest: &Origin) -> Notification {
             run: RunId(run),
             seq,
         },
+        kind: procroute::delivery::NoticeKind::WatchMatch,
         destination: Destination::of(dest),
         text: format!("n{run}.{seq}"),
     }

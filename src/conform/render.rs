@@ -6,14 +6,14 @@
 use std::fmt::Write as _;
 
 use super::trace::{Trace, TraceOp, TraceResult};
-use crate::router::Destination;
+use crate::model::oracle::Place;
 
-fn lane_of(trace: &Trace, d: &Destination) -> Option<usize> {
+fn lane_of(trace: &Trace, d: &Place) -> Option<usize> {
     trace.threads.iter().position(|t| {
-        t.platform == d.platform.as_str()
-            && t.chat_type == d.chat_type.as_str()
-            && t.chat_id == d.chat_id.as_str()
-            && t.thread_id.as_deref() == d.thread_id.as_ref().map(|x| x.as_str())
+        t.platform == d.platform
+            && t.chat_type == d.chat_type
+            && t.chat_id == d.chat_id
+            && t.thread_id == d.thread_id
     })
 }
 
@@ -112,7 +112,7 @@ pub fn timeline_text(trace: &Trace, result: &TraceResult) -> String {
                 "{}→ {} {}",
                 if wrong { "!! " } else { "" },
                 d.process.as_deref().unwrap_or("notice"),
-                d.kind
+                d.kind.as_str()
             );
             let mut row = format!("{:<6}", "");
             for i in 0..n {
@@ -142,7 +142,7 @@ pub fn timeline_text(trace: &Trace, result: &TraceResult) -> String {
             out,
             "dead letter: {} {} for T{}",
             d.process.as_deref().unwrap_or("notice"),
-            d.kind,
+            d.kind.as_str(),
             lane_of(trace, &d.destination).map_or("?".into(), |l| l.to_string())
         );
     }
@@ -167,7 +167,7 @@ pub fn timeline_svg(trace: &Trace, result: &TraceResult) -> String {
             let got = lane_of(trace, &d.destination);
             let home = d.process.as_deref().and_then(|p| home_of(trace, p));
             let wrong = d.process.is_some() && home != got;
-            let label = format!("→ {} {}", d.process.as_deref().unwrap_or("notice"), d.kind);
+            let label = format!("→ {} {}", d.process.as_deref().unwrap_or("notice"), d.kind.as_str());
             rows.push((step, got, label, if wrong { "#c00" } else { "#070" }));
         }
     }

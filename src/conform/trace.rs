@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::delivery::NotificationId;
+use crate::delivery::{DeadCause, NoticeKind, NotificationId};
+pub use crate::model::judge::{judge, judge_with, Violation};
+use crate::model::oracle::{Kind, Place};
 use crate::gateway::{Config, FileKind, Gateway, Input, Output};
 use crate::gen::{self, Rng};
 use crate::origin::{Origin, RawOrigin};
@@ -68,19 +70,63 @@ pub struct Trace {
     pub ops: Vec<TraceOp>,
 }
 
+/// One notification a harness reports (P-8).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Observed {
+    /// The operation during which it was handed to the adapter (for a dead
+    /// letter: the number of operations).
     pub step: usize,
-    pub destination: Destination,
+    pub destination: Place,
     /// The process the notification is about (`None` for shutdown notices).
     pub process: Option<String>,
-    /// `watch_match`, `watch_disabled`, `completion` or `shutdown`.
-    pub kind: String,
+    pub kind: Kind,
     pub text: String,
-    /// For a dead letter: why it could not be delivered (adapter failures,
-    /// back-pressure, or a routing drop such as `origin_conflict`).
+    /// For a dead letter: why it could not be delivered, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// For a dead letter: why, typed (optional; P-8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+}
+
+/// Why a notification was dead-lettered (P-8, optional in a report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    AdapterFailed,
+    Backpressure,
+    NoRoute,
+    OriginConflict,
+}
+
+impl From<DeadCause> for Cause {
+    fn from(c: DeadCause) -> Cause {
+        match c {
+            DeadCause::AdapterFailed => Cause::AdapterFailed,
+            DeadCause::Backpressure => Cause::Backpressure,
+            DeadCause::NoRoute => Cause::NoRoute,
+            DeadCause::OriginConflict => Cause::OriginConflict,
+        }
+    }
+}
+
+/// The protocol's destination from the router's.
+pub fn place(d: &Destination) -> Place {
+    Place {
+        platform: d.platform.as_str().to_owned(),
+        chat_type: d.chat_type.as_str().to_owned(),
+        chat_id: d.chat_id.as_str().to_owned(),
+        thread_id: d.thread_id.as_ref().map(|t| t.as_str().to_owned()),
+    }
+}
+
+fn kind(k: NoticeKind) -> Kind {
+    match k {
+        NoticeKind::WatchMatch => Kind::WatchMatch,
+        NoticeKind::WatchDisabled => Kind::WatchDisabled,
+        NoticeKind::Completion => Kind::Completion,
+        NoticeKind::Shutdown => Kind::Shutdown,
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,15 +142,6 @@ pub fn quiescence(threads: usize) -> Vec<TraceOp> {
     ops.extend((0..threads).map(|thread| TraceOp::TurnEnd { thread }));
     ops.extend((0..12).map(|_| TraceOp::Advance { ms: 61_000 }));
     ops
-}
-
-fn kind_of(id: &NotificationId, text: &str) -> &'static str {
-    match id {
-        NotificationId::Shutdown { .. } => "shutdown",
-        _ if text.contains("matched watch pattern") => "watch_match",
-        _ if text.contains("watch patterns disabled") => "watch_disabled",
-        _ => "completion",
-    }
 }
 
 /// The built-in implementation's execution of a trace (the harness side).
@@ -304,7 +341,9 @@ fn run_exec(
             }
             TraceOp::Restart { survive } => {
                 if !*survive {
-                    let all: Vec<RunId> = x.runs.values().copied().collect();
+                    // Every process dies, also one whose id was spawned again
+                    // while it ran.
+                    let all: Vec<RunId> = x.pids.keys().copied().collect();
                     x.ended.extend(all);
                 }
                 let ended = x.ended.clone();
@@ -328,11 +367,12 @@ fn run_exec(
         let n = &d.notification;
         x.result.dead_letters.push(Observed {
             step: trace.ops.len(),
-            destination: n.destination.clone(),
+            destination: place(&n.destination),
             process: x.process_of(&n.id),
-            kind: kind_of(&n.id, &n.text).to_owned(),
+            kind: kind(n.kind),
             text: n.text.clone(),
             reason: Some(d.reason.clone()),
+            cause: Some(d.cause.into()),
         });
     }
     Ok((x.result, x.crashed_at, x.spawned))
@@ -437,11 +477,12 @@ impl Exec {
                             if self.sent.insert(n.id) || !crash_run {
                                 self.result.deliveries.push(Observed {
                                     step: self.step,
-                                    destination: n.destination.clone(),
+                                    destination: place(&n.destination),
                                     process: self.process_of(&n.id),
-                                    kind: kind_of(&n.id, &n.text).to_owned(),
+                                    kind: kind(n.kind),
                                     text: n.text.clone(),
                                     reason: None,
+                                    cause: None,
                                 });
                             }
                             None
@@ -458,271 +499,396 @@ impl Exec {
     }
 }
 
-/// A violated invariant, with the rule id.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Violation {
-    pub rule: String,
-    pub detail: String,
+/// Threads the way real collisions arise: one origin from the shared
+/// nasty-id generators, then relatives of it — another topic of the same
+/// chat, the same topic for another user, ids that differ only in case,
+/// surrounding white space, where a `:` falls, Unicode normalisation or the
+/// last byte of a long shared prefix — and an unrelated chat or two.
+pub fn generate_threads(rng: &mut Rng) -> Vec<RawOrigin> {
+    let base = RawOrigin::from(gen::origin(rng));
+    let want = 3 + rng.below(4);
+    let mut out = vec![base.clone()];
+    let mut tries = 0;
+    while out.len() < want && tries < 64 {
+        tries += 1;
+        let from = out[rng.below(out.len())].clone();
+        let mut o = from.clone();
+        let flip = |s: &str| -> String {
+            let f: String = s
+                .chars()
+                .map(|c| {
+                    if c.is_lowercase() {
+                        c.to_uppercase().next().unwrap_or(c)
+                    } else {
+                        c.to_lowercase().next().unwrap_or(c)
+                    }
+                })
+                .collect();
+            if f == s {
+                format!("{s}A")
+            } else {
+                f
+            }
+        };
+        match rng.below(10) {
+            // Another topic (forum topic, Slack thread) of the same chat.
+            0 => {
+                o.chat_type = "group".into();
+                o.thread_id = Some(gen::id_string(rng));
+            }
+            // The same thread, another user (one destination, two lanes).
+            1 => o.user_id = Some(format!("{}2", o.user_id.clone().unwrap_or_default())),
+            // Differs only in case.
+            2 => match &o.thread_id {
+                Some(t) if rng.chance(50) => o.thread_id = Some(flip(t)),
+                _ => o.chat_id = flip(&o.chat_id),
+            },
+            // Surrounding white space.
+            3 => match &o.thread_id {
+                Some(t) if rng.chance(50) => o.thread_id = Some(format!("{t} ")),
+                _ => o.chat_id = format!(" {}", o.chat_id),
+            },
+            // Where a `:` falls: chat "a:b" + thread "c" vs chat "a" + "b:c".
+            4 => {
+                let (a, b) = (gen::id_string(rng), gen::id_string(rng));
+                if rng.chance(50) {
+                    o.chat_id = format!("{a}:{b}");
+                    o.thread_id = Some("c".into());
+                } else {
+                    o.chat_id = a;
+                    o.thread_id = Some(format!("{b}:c"));
+                }
+            }
+            // Unicode normalisation: composed and decomposed é.
+            5 => {
+                o.thread_id = Some(if rng.chance(50) {
+                    "caf\u{e9}".into()
+                } else {
+                    "cafe\u{301}".into()
+                })
+            }
+            // A long shared prefix.
+            6 => {
+                let prefix = "x".repeat(500);
+                o.chat_id = format!("{prefix}{}", rng.below(3));
+            }
+            // Another chat of the same platform.
+            7 => o.chat_id = gen::id_string(rng),
+            // Thread id equal to a user id (topic 42 vs user 42).
+            8 => {
+                o.thread_id = None;
+                o.user_id = from.thread_id.clone().or(Some("42".into()));
+            }
+            _ => o = RawOrigin::from(gen::origin(rng)),
+        }
+        if Origin::try_from(o.clone()).is_ok() {
+            out.push(o);
+        }
+    }
+    out
 }
 
-/// Judges a harness's result for `trace` against the reference model.
-pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
-    let mut v = Vec::new();
-    let mut bad = |rule: &str, detail: String| {
-        v.push(Violation {
-            rule: rule.to_owned(),
-            detail,
-        })
-    };
-    let mut model = crate::model::Model::new();
-    let mut run_of: BTreeMap<String, u64> = BTreeMap::new();
-    // Every run of a process id, with the step that spawned it: a second
-    // run may come from another thread, and the first run's notifications
-    // may arrive after it.
-    let mut runs_of: BTreeMap<String, Vec<(usize, u64)>> = BTreeMap::new();
-    let mut running: BTreeSet<String> = BTreeSet::new();
-    let thread = |i: usize| {
-        trace.threads.get(i).map(|o| crate::model::Thread {
-            platform: o.platform.clone(),
-            chat_type: o.chat_type.clone(),
-            chat: o.chat_id.clone(),
-            thread: o.thread_id.clone(),
-        })
-    };
-    for (step, op) in trace.ops.iter().enumerate() {
-        match op {
-            TraceOp::Spawn {
-                thread: t,
-                process,
-                watch,
-                notify,
-            } => {
-                if let Some(home) = thread(*t) {
-                    let run = model.spawn(home, process, *notify, !watch.is_empty());
-                    run_of.insert(process.clone(), run);
-                    runs_of
-                        .entry(process.clone())
-                        .or_default()
-                        .push((step, run));
-                    running.insert(process.clone());
-                }
-            }
-            TraceOp::Output { process, text } if running.contains(process) => {
-                if let Some(run) = run_of.get(process) {
-                    model.output(*run, text);
-                }
-            }
-            TraceOp::Exit { process, .. } | TraceOp::Kill { process }
-                if running.remove(process) =>
-            {
-                model.finish(run_of[process]);
-            }
-            TraceOp::Restart { survive: false } => {
-                for p in std::mem::take(&mut running) {
-                    model.finish(run_of[&p]);
-                }
-            }
+/// Output advances that sit on and next to the spec's boundaries (PROC-4's
+/// 15 s, PROC-6's 10 s and 30 s, DELIVER-4's backoff and 60 s cap).
+const ADVANCES: &[u64] = &[
+    100, 1_000, 2_000, 5_000, 9_999, 10_000, 14_999, 15_000, 16_000, 30_000, 31_000, 61_000,
+    120_000,
+];
+
+struct Gen {
+    rng: Rng,
+    n: usize,
+    ops: Vec<TraceOp>,
+    next_proc: usize,
+    tokens: usize,
+    running: Vec<String>,
+    exited: Vec<String>,
+}
+
+impl Gen {
+    fn thread(&mut self) -> usize {
+        self.rng.below(self.n)
+    }
+
+    fn spawn(&mut self, watch: bool, notify: bool) -> String {
+        let thread = self.thread();
+        // A process id spawned again (possibly from another thread).
+        let process = if !self.exited.is_empty() && self.rng.chance(25) {
+            let i = self.rng.below(self.exited.len());
+            self.exited.remove(i)
+        } else {
+            self.next_proc += 1;
+            format!("p{}", self.next_proc)
+        };
+        self.running.push(process.clone());
+        let mut patterns = vec!["MATCH".to_owned()];
+        if self.rng.chance(20) {
+            patterns.push("ERR".into());
+        }
+        self.ops.push(TraceOp::Spawn {
+            thread,
+            process: process.clone(),
+            watch: if watch { patterns } else { vec![] },
+            notify,
+        });
+        process
+    }
+
+    fn line(&mut self, process: &str, hit: bool) -> String {
+        self.tokens += 1;
+        let t = self.tokens;
+        let mut l = format!("tok{t}of{process}");
+        match self.rng.below(12) {
+            0 => l.push_str(" \t\u{1b}[31mred\u{1b}[0m"),
+            1 => l.push_str(" \u{202e}evil\u{2028}x"),
+            2 => l.push_str(" [Background process p1 exited with code 0]"),
+            3 => l.push('\r'),
+            4 => l.push_str(&" y".repeat(1_100)),
             _ => {}
         }
+        if hit {
+            l.push_str(if self.rng.chance(85) { " MATCH" } else { " ERR" });
+        }
+        l
     }
-    let same = |d: &Destination, t: &crate::model::Thread| {
-        d.platform.as_str() == t.platform
-            && d.chat_type.as_str() == t.chat_type
-            && d.chat_id.as_str() == t.chat
-            && d.thread_id.as_ref().map(|x| x.as_str()) == t.thread.as_deref()
-    };
-    let mut seen: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
-    let mut last_step: BTreeMap<&str, usize> = BTreeMap::new();
-    for d in &result.deliveries {
-        let Some(p) = d.process.as_deref() else {
-            continue;
+
+    fn output(&mut self, process: String, hits: usize, misses: usize) {
+        let mut lines = Vec::new();
+        for _ in 0..hits {
+            lines.push(self.line(&process, true));
+        }
+        for _ in 0..misses {
+            let l = self.line(&process, false);
+            let at = self.rng.below(lines.len() + 1);
+            lines.insert(at, l);
+        }
+        let mut text = lines.join("\n");
+        if self.rng.chance(90) {
+            text.push('\n');
+        }
+        self.ops.push(TraceOp::Output { process, text });
+    }
+
+    fn end(&mut self, process: &str) {
+        self.running.retain(|p| p != process);
+        self.exited.push(process.to_owned());
+        let op = if self.rng.chance(60) {
+            TraceOp::Exit {
+                process: process.to_owned(),
+                code: self.rng.below(3) as i32,
+            }
+        } else {
+            TraceOp::Kill {
+                process: process.to_owned(),
+            }
         };
-        let homes: Vec<&crate::model::Thread> = runs_of
-            .get(p)
-            .into_iter()
-            .flatten()
-            .filter(|(spawned, _)| *spawned <= d.step)
-            .filter_map(|(_, run)| model.home(*run))
-            .collect();
-        if homes.is_empty() {
-            bad(
-                "INV-1",
-                format!("delivery about {p:?}, not spawned by step {}", d.step),
-            );
-            continue;
+        self.ops.push(op);
+    }
+
+    fn any_process(&mut self) -> Option<String> {
+        // Mostly running ones; sometimes an ended one (its ops are no-ops).
+        if !self.running.is_empty() && (self.exited.is_empty() || self.rng.chance(85)) {
+            Some(self.rng.pick(&self.running).clone())
+        } else if !self.exited.is_empty() {
+            Some(self.rng.pick(&self.exited).clone())
+        } else {
+            None
         }
-        if !homes.iter().any(|home| same(&d.destination, home)) {
-            bad(
-                "INV-1",
-                format!(
-                    "{p} {} went to {:?}, home {:?}",
-                    d.kind,
-                    d.destination,
-                    homes.last().expect("not empty")
-                ),
-            );
-        }
-        // NO-BLEED: every output token in the text belongs to this process.
-        for word in d.text.split(|c: char| !c.is_ascii_alphanumeric()) {
-            if let Some((_, owner)) = word.strip_prefix("tok").and_then(|w| w.split_once("of")) {
-                if owner != p {
-                    bad(
-                        "INV-2",
-                        format!("output of {owner} in a notification about {p}"),
-                    );
+    }
+
+    fn advance(&mut self) {
+        let ms = *self.rng.pick(ADVANCES);
+        self.ops.push(TraceOp::Advance { ms });
+    }
+
+    /// One random operation.
+    fn random_op(&mut self) {
+        let t = self.thread();
+        match self.rng.below(16) {
+            0 | 1 => self.ops.push(TraceOp::Message { thread: t }),
+            2 => self.ops.push(TraceOp::TurnStart { thread: t }),
+            3 => self.ops.push(TraceOp::TurnEnd { thread: t }),
+            4 => self.ops.push(TraceOp::Reset { thread: t }),
+            5 | 6 => {
+                let (w, n) = (self.rng.chance(60), self.rng.chance(70));
+                self.spawn(w, n);
+            }
+            7 | 8 => {
+                if let Some(p) = self.any_process() {
+                    let hits = usize::from(self.rng.chance(60)) * (1 + self.rng.below(2));
+                    let misses = usize::from(hits == 0 || self.rng.chance(30));
+                    self.output(p, hits, misses);
                 }
             }
+            9 => {
+                if let Some(p) = self.any_process() {
+                    self.end(&p);
+                }
+            }
+            10 | 11 => self.advance(),
+            12 => {
+                let up = self.rng.chance(50);
+                self.ops.push(TraceOp::Adapter { up });
+            }
+            13 => {
+                let survive = self.rng.chance(50);
+                if !survive {
+                    let gone = std::mem::take(&mut self.running);
+                    self.exited.extend(gone);
+                }
+                self.ops.push(TraceOp::Restart { survive });
+            }
+            14 => self.ops.push(TraceOp::Shutdown),
+            _ => self.ops.push(TraceOp::Advance { ms: 1_000 }),
         }
-        // Two runs of one process id may legitimately send the same text;
-        // more copies than runs is a duplicate.
-        let copies = seen
-            .entry((p, d.kind.as_str(), d.text.as_str()))
-            .or_insert(0usize);
-        *copies += 1;
-        let runs = model.runs.values().filter(|r| r.process_id == p).count();
-        if *copies > runs {
-            bad(
-                "INV-3",
-                format!("{p} {} delivered {} times", d.kind, *copies),
-            );
-        }
-        if let Some(prev) = last_step.insert(p, d.step) {
-            if d.step < prev {
-                bad(
-                    "INV-5",
-                    format!(
-                        "{p}: a notification of step {} after one of step {prev}",
-                        d.step
-                    ),
-                );
+    }
+
+    /// A scenario that reaches a rule random operations rarely reach.
+    fn scenario(&mut self) {
+        match self.rng.below(7) {
+            // A storm: many watching processes match within a few seconds
+            // (PROC-6's breaker, TEXT-4's counts).
+            0 => {
+                let k = 12 + self.rng.below(10);
+                let procs: Vec<String> = (0..k)
+                    .map(|_| {
+                        let n = self.rng.chance(50);
+                        self.spawn(true, n)
+                    })
+                    .collect();
+                for p in procs {
+                    let hits = 1 + self.rng.below(2);
+                    self.output(p, hits, 0);
+                    if self.rng.chance(20) {
+                        self.ops.push(TraceOp::Advance { ms: 100 });
+                    }
+                }
+                self.advance();
+            }
+            // Strikes: matches inside the cooldown, window after window
+            // (PROC-4, PROC-5 and the completion a strike-out promises).
+            1 => {
+                let notify = self.rng.chance(30);
+                let p = self.spawn(true, notify);
+                let windows = 2 + self.rng.below(3);
+                for _ in 0..windows {
+                    self.output(p.clone(), 1, 0);
+                    let drops = self.rng.below(3);
+                    for _ in 0..drops {
+                        let h = 1 + self.rng.below(2);
+                        self.output(p.clone(), h, 0);
+                    }
+                    let ms = *self.rng.pick(&[14_999, 15_000, 16_000]);
+                    self.ops.push(TraceOp::Advance { ms });
+                }
+                if self.rng.chance(70) {
+                    self.end(&p);
+                }
+            }
+            // An adapter outage, long enough to exhaust the retries or not
+            // (DELIVER-4).
+            2 => {
+                self.ops.push(TraceOp::Adapter { up: false });
+                let n = self.rng.chance(70);
+                let w = self.rng.chance(50);
+                let p = self.spawn(w, n);
+                self.output(p.clone(), 1, 1);
+                self.end(&p);
+                for _ in 0..1 + self.rng.below(7) {
+                    let ms = *self.rng.pick(&[1_000, 2_000, 4_000, 8_000, 16_000, 61_000]);
+                    self.ops.push(TraceOp::Advance { ms });
+                }
+                self.ops.push(TraceOp::Adapter { up: true });
+            }
+            // A busy thread, a long idle period with work queued behind it
+            // (DELIVER-2, INV-8), foreground traffic elsewhere (INV-6).
+            3 => {
+                let t = self.thread();
+                self.ops.push(TraceOp::TurnStart { thread: t });
+                let w = self.rng.chance(50);
+                let p = self.spawn(w, true);
+                if let Some(TraceOp::Spawn { thread, .. }) = self.ops.last_mut() {
+                    *thread = t;
+                }
+                self.output(p.clone(), 1, 1);
+                let other = self.thread();
+                self.ops.push(TraceOp::Message { thread: other });
+                self.end(&p);
+                self.ops.push(TraceOp::Advance { ms: 120_000 });
+                self.ops.push(TraceOp::TurnEnd { thread: t });
+                self.advance();
+            }
+            // A process id spawned again from another thread; the first
+            // run's notifications may still be queued (INV-1).
+            4 => {
+                let p = self.spawn(true, true);
+                self.output(p.clone(), 1, 0);
+                self.end(&p);
+                self.exited.retain(|x| x != &p);
+                self.running.push(p.clone());
+                let t = self.thread();
+                self.ops.push(TraceOp::Spawn {
+                    thread: t,
+                    process: p.clone(),
+                    watch: vec!["MATCH".into()],
+                    notify: true,
+                });
+                self.output(p.clone(), 1, 0);
+                self.end(&p);
+            }
+            // Processes die while the gateway is down (PROC-8).
+            5 => {
+                let w = self.rng.chance(50);
+                let p = self.spawn(w, true);
+                self.output(p, 0, 1);
+                let gone = std::mem::take(&mut self.running);
+                self.exited.extend(gone);
+                self.ops.push(TraceOp::Restart { survive: false });
+            }
+            // A shutdown, with notices for every thread with a lane
+            // (DELIVER-8), sometimes while the adapter fails.
+            _ => {
+                let t = self.thread();
+                self.ops.push(TraceOp::Message { thread: t });
+                if self.rng.chance(30) {
+                    self.ops.push(TraceOp::Adapter { up: false });
+                }
+                self.ops.push(TraceOp::Shutdown);
+                self.advance();
             }
         }
     }
-    for d in &result.dead_letters {
-        if d.reason.as_deref().unwrap_or("").is_empty() {
-            bad(
-                "INV-4",
-                format!("dead letter about {:?} without a reason", d.process),
-            );
-        }
-    }
-    let completions = |p: &str| {
-        result
-            .deliveries
-            .iter()
-            .chain(&result.dead_letters)
-            .filter(|d| d.process.as_deref() == Some(p) && d.kind == "completion")
-            .count()
-    };
-    let mut promised: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for r in model.runs.values() {
-        let e = promised.entry(r.process_id.as_str()).or_default();
-        if r.finished && r.notify_on_exit {
-            e.0 += 1; // must complete
-        }
-        if r.finished && (r.notify_on_exit || r.watches) {
-            e.1 += 1; // may complete
-        }
-    }
-    for (p, (must, may)) in promised {
-        let got = completions(p);
-        if got < must {
-            bad(
-                "INV-4",
-                format!("{must} completion(s) of {p} promised, {got} delivered or dead-lettered"),
-            );
-        }
-        if got > may {
-            bad(
-                "INV-7",
-                format!("{got} completion(s) of {p}, at most {may} promised"),
-            );
-        }
-    }
-    v
 }
 
-/// A generated trace: threads from the shared nasty-id generators, unique
-/// process ids, the quiescence suffix appended.
+/// A generated trace: a family of related threads, random operations and
+/// scenarios that reach every judged rule (storms, strikes, outages, busy
+/// threads, second runs, deaths in restarts, shutdowns), with unique
+/// process ids (a running id is never spawned again) and the quiescence
+/// suffix appended. `max_steps` bounds the random operations.
 pub fn generate(seed: u64, max_steps: usize) -> Trace {
     let mut rng = Rng::new(seed);
-    let threads: Vec<Origin> = (0..4).map(|_| gen::origin(&mut rng)).collect();
-    let n = threads.len();
-    let mut ops = Vec::new();
-    let mut procs: Vec<String> = Vec::new();
-    // (process id, thread) of processes that have exited: their ids may be
-    // spawned again from the same thread (a second run of one process id).
-    let mut exited: Vec<(String, usize)> = Vec::new();
-    let mut home: BTreeMap<String, usize> = BTreeMap::new();
-    let mut tokens = 0;
-    for _ in 0..1 + rng.below(max_steps.max(1)) {
-        let t = rng.below(n);
-        let op = match rng.below(14) {
-            0 | 1 => TraceOp::Message { thread: t },
-            2 => TraceOp::TurnStart { thread: t },
-            3 => TraceOp::TurnEnd { thread: t },
-            4 => TraceOp::Reset { thread: t },
-            5 | 6 => {
-                let (process, thread) = if !exited.is_empty() && rng.chance(30) {
-                    exited.remove(rng.below(exited.len()))
-                } else {
-                    let p = format!("p{}", procs.len() + 1);
-                    procs.push(p.clone());
-                    (p, t)
-                };
-                home.insert(process.clone(), thread);
-                TraceOp::Spawn {
-                    thread,
-                    process,
-                    watch: if rng.chance(50) {
-                        vec!["MATCH".into()]
-                    } else {
-                        vec![]
-                    },
-                    notify: rng.chance(70),
-                }
-            }
-            7 | 8 if !procs.is_empty() => {
-                tokens += 1;
-                let process = rng.pick(&procs).clone();
-                let hit = if rng.chance(50) { " MATCH" } else { "" };
-                TraceOp::Output {
-                    text: format!("tok{tokens}of{process}{hit}\n"),
-                    process,
-                }
-            }
-            9 | 10 if !procs.is_empty() => {
-                let process = rng.pick(&procs).clone();
-                if let Some(th) = home.get(&process) {
-                    if !exited.iter().any(|(p, _)| p == &process) {
-                        exited.push((process.clone(), *th));
-                    }
-                }
-                if rng.chance(50) {
-                    TraceOp::Exit {
-                        process,
-                        code: rng.below(3) as i32,
-                    }
-                } else {
-                    TraceOp::Kill { process }
-                }
-            }
-            11 => TraceOp::Advance {
-                ms: *rng.pick(&[1_000, 16_000, 120_000]),
-            },
-            12 => TraceOp::Adapter { up: rng.chance(50) },
-            13 => TraceOp::Restart {
-                survive: rng.chance(50),
-            },
-            _ => TraceOp::Advance { ms: 1_000 },
-        };
-        ops.push(op);
+    let threads = generate_threads(&mut rng);
+    let mut g = Gen {
+        n: threads.len(),
+        rng,
+        ops: Vec::new(),
+        next_proc: 0,
+        tokens: 0,
+        running: Vec::new(),
+        exited: Vec::new(),
+    };
+    let steps = 1 + g.rng.below(max_steps.max(1));
+    for _ in 0..steps {
+        if g.rng.chance(12) {
+            g.scenario();
+        } else {
+            g.random_op();
+        }
     }
+    let n = g.n;
+    let mut ops = g.ops;
     ops.extend(quiescence(n));
-    Trace {
-        threads: threads.into_iter().map(RawOrigin::from).collect(),
-        ops,
-    }
+    Trace { threads, ops }
 }
 
 /// Greedy minimisation: drop one operation at a time (a spawn together with

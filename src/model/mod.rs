@@ -8,6 +8,9 @@
 
 use std::collections::BTreeMap;
 
+pub mod judge;
+pub mod oracle;
+
 /// A thread as the model sees it: four plain strings.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Thread {

@@ -1,0 +1,555 @@
+//! The one judge: a harness's report for a trace, held against the oracle
+//! ([`super::oracle::predict`]), every violation tagged with the rule it
+//! breaks. Every executor calls it: `procroute conform`, the property
+//! tests, the trace fuzzer and the crash-point tests.
+//!
+//! How a report is read. Each reported notification (delivered or
+//! dead-lettered) is first checked on its own — where it went (INV-1,
+//! INV-6), whose output it quotes (INV-2, SEC-1), what it shows (TEXT-2,
+//! TEXT-3, ROUTE-4) — then paired with the notification the oracle
+//! predicts: by the output tokens it quotes where it quotes any (a watch
+//! match names its output operation, a completion its run), otherwise in
+//! order within its process, thread and kind. A pair is checked for fate
+//! (delivered or dead-lettered, DELIVER-4), the exact step (DELIVER-1,
+//! DELIVER-2, DELIVER-4, DELIVER-5, INV-8) and content (PROC-3, PROC-7,
+//! TEXT-1, TEXT-4); what is left over is a lost notification (INV-4 and
+//! the rule that promised it) or one that should not exist (the rule that
+//! suppresses it); within a thread, pairs must arrive in the predicted
+//! order (INV-5, DELIVER-5).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::oracle::{self, Expected, Fate, Hold, Kind, Place, Prediction, Promise, Verdict};
+use crate::conform::trace::{Cause, Observed, Trace, TraceOp, TraceResult};
+
+/// A broken rule, with one sentence of why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    pub rule: String,
+    pub detail: String,
+}
+
+/// Every rule the trace judge can tag (the coverage table's rows).
+pub const JUDGED: &[&str] = &[
+    "INV-1", "INV-2", "INV-3", "INV-4", "INV-5", "INV-6", "INV-7", "INV-8", "SEC-1",
+    "DELIVER-1", "DELIVER-2", "DELIVER-3", "DELIVER-4", "DELIVER-5", "DELIVER-6", "DELIVER-8",
+    "PROC-3", "PROC-4", "PROC-5", "PROC-6", "PROC-7", "PROC-8", "ROUTE-4", "ROUTE-5", "TEXT-1",
+    "TEXT-2", "TEXT-3", "TEXT-4",
+];
+
+/// Judges `result` for `trace`.
+pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
+    judge_with(trace, result, &BTreeSet::new())
+}
+
+/// The rules `trace` exercises, from the model's view alone.
+pub fn exercised(trace: &Trace) -> BTreeSet<&'static str> {
+    oracle::predict(trace, &BTreeSet::new()).exercised
+}
+
+/// [`judge`] for a crash-point run: the gateway crashed and recovered after
+/// each step in `crashes`; what those steps emitted may be missing.
+pub fn judge_with(trace: &Trace, result: &TraceResult, crashes: &BTreeSet<usize>) -> Vec<Violation> {
+    let pred = oracle::predict(trace, crashes);
+    let mut j = Judge {
+        trace,
+        pred: &pred,
+        out: Vec::new(),
+        crashes,
+    };
+    j.run(result);
+    let mut v = j.out;
+    v.sort_by_key(|x| rank(&x.rule));
+    v
+}
+
+/// Headline order: leaks first, then duplicates and losses, then the rest.
+fn rank(rule: &str) -> u8 {
+    match rule {
+        "INV-1" | "INV-6" => 0,
+        "INV-2" | "SEC-1" => 1,
+        "INV-3" => 2,
+        "INV-4" | "INV-7" => 3,
+        _ => 4,
+    }
+}
+
+struct Judge<'a> {
+    trace: &'a Trace,
+    pred: &'a Prediction,
+    out: Vec<Violation>,
+    crashes: &'a BTreeSet<usize>,
+}
+
+/// One reported notification.
+struct Obs<'a> {
+    o: &'a Observed,
+    dead: bool,
+    /// Index of the run (in `pred.runs`) its tokens name, if any.
+    run: Option<usize>,
+    /// The output operation its tokens name, if any.
+    op: Option<usize>,
+    paired: Option<usize>,
+}
+
+fn words(text: &str) -> BTreeSet<&str> {
+    oracle::token_words(text).collect()
+}
+
+fn has_number(text: &str, n: u64) -> bool {
+    let s = n.to_string();
+    text.split(|c: char| !c.is_ascii_digit()).any(|w| w == s)
+}
+
+impl<'a> Judge<'a> {
+    fn bad(&mut self, rule: &str, detail: String) {
+        self.out.push(Violation {
+            rule: rule.to_owned(),
+            detail,
+        });
+    }
+
+    fn what(o: &Observed) -> String {
+        format!(
+            "{} {} to {}",
+            o.process.as_deref().unwrap_or("(no process)"),
+            o.kind.as_str(),
+            o.destination
+        )
+    }
+
+    fn run(&mut self, result: &'a TraceResult) {
+        let pred = self.pred;
+        let mut obs: Vec<Obs<'a>> = result
+            .deliveries
+            .iter()
+            .map(|o| (o, false))
+            .chain(result.dead_letters.iter().map(|o| (o, true)))
+            .map(|(o, dead)| Obs {
+                o,
+                dead,
+                run: None,
+                op: None,
+                paired: None,
+            })
+            .collect();
+        let mut shutdown_text: Option<&str> = None;
+        let mut misrouted = vec![false; obs.len()];
+        for (i, ob) in obs.iter_mut().enumerate() {
+            let o = ob.o;
+            if ob.dead && o.reason.as_deref().unwrap_or("").trim().is_empty() {
+                self.out.push(Violation {
+                    rule: "ROUTE-4".into(),
+                    detail: format!("{}: dead-lettered without a reason", Self::what(o)),
+                });
+            }
+            if let Some(c) = o.text.chars().find(|c| oracle::needs_escape(*c)) {
+                self.out.push(Violation {
+                    rule: "TEXT-2".into(),
+                    detail: format!(
+                        "{}: the text shows U+{:04X} raw; it must be escaped",
+                        Self::what(o),
+                        c as u32
+                    ),
+                });
+            }
+            // Whose output does it quote?
+            for w in words(&o.text) {
+                let Some(&(r, op)) = pred.tokens.get(w) else {
+                    continue;
+                };
+                let owner = &pred.runs[r];
+                match &o.process {
+                    None => self.out.push(Violation {
+                        rule: "SEC-1".into(),
+                        detail: format!(
+                            "a shutdown notice to {} quotes {w:?}, output of {} (started in {})",
+                            o.destination, owner.process, owner.home
+                        ),
+                    }),
+                    Some(p) if *p != owner.process => self.out.push(Violation {
+                        rule: "INV-2".into(),
+                        detail: format!(
+                            "{}: quotes {w:?}, output of {} (started in {})",
+                            Self::what(o),
+                            owner.process,
+                            owner.home
+                        ),
+                    }),
+                    Some(_) => {
+                        ob.run.get_or_insert(r);
+                        if ob.op.is_none() {
+                            ob.op = Some(op);
+                        }
+                    }
+                }
+            }
+            if o.kind == Kind::Shutdown {
+                match shutdown_text {
+                    None => shutdown_text = Some(&o.text),
+                    Some(t) if t != o.text => self.out.push(Violation {
+                        rule: "TEXT-3".into(),
+                        detail: format!(
+                            "shutdown notices differ: {:?} and {:?}",
+                            t, o.text
+                        ),
+                    }),
+                    Some(_) => {}
+                }
+                if o.process.is_some() {
+                    self.out.push(Violation {
+                        rule: "TEXT-3".into(),
+                        detail: format!("a shutdown notice names process {:?}", o.process),
+                    });
+                }
+                continue;
+            }
+            // Where did it go?
+            let Some(p) = o.process.as_deref() else {
+                self.out.push(Violation {
+                    rule: "INV-1".into(),
+                    detail: format!("a {} names no process", o.kind.as_str()),
+                });
+                misrouted[i] = true;
+                continue;
+            };
+            let at = if ob.dead { usize::MAX } else { o.step };
+            let homes: Vec<&Place> = match ob.run {
+                Some(r) => vec![&pred.runs[r].home],
+                None => pred.runs_of(p, at).map(|r| &r.home).collect(),
+            };
+            if homes.is_empty() {
+                self.out.push(Violation {
+                    rule: "INV-1".into(),
+                    detail: format!("{}: no run of {p:?} was spawned by step {}", Self::what(o), o.step),
+                });
+                misrouted[i] = true;
+            } else if !homes.contains(&&o.destination) {
+                let fg = pred.foreground.get(o.step).and_then(|f| f.as_ref());
+                let rule = if !ob.dead && fg == Some(&o.destination) {
+                    "INV-6"
+                } else {
+                    "INV-1"
+                };
+                self.out.push(Violation {
+                    rule: rule.into(),
+                    detail: format!(
+                        "{}{}: its home is {}",
+                        Self::what(o),
+                        if rule == "INV-6" {
+                            " (the thread of the latest foreground message)"
+                        } else {
+                            ""
+                        },
+                        homes.last().expect("not empty")
+                    ),
+                });
+                misrouted[i] = true;
+            }
+        }
+        // Pair with the oracle's notifications.
+        let mut taken = vec![false; pred.items.len()];
+        // Pass 1: a watch match names its output operation.
+        for (i, ob) in obs.iter_mut().enumerate() {
+            if misrouted[i] || ob.o.kind != Kind::WatchMatch {
+                continue;
+            }
+            if let Some(Verdict::Emitted(e)) = ob.op.and_then(|op| pred.verdicts.get(&op)) {
+                let e = *e;
+                if !taken[e] && pred.items[e].place == ob.o.destination {
+                    taken[e] = true;
+                    ob.paired = Some(e);
+                }
+            }
+        }
+        // Pass 2: in order within (process, thread, kind), and run where
+        // the tokens name it — first with the predicted fate (delivered or
+        // dead-lettered), then with any.
+        for same_fate in [true, false] {
+            for (i, ob) in obs.iter_mut().enumerate() {
+                if misrouted[i] || ob.paired.is_some() {
+                    continue;
+                }
+                if ob.o.kind == Kind::WatchMatch && ob.op.is_some() {
+                    continue; // it names an operation that emitted nothing unpaired
+                }
+                let run_step = ob.run.map(|r| pred.runs[r].spawn_step);
+                let e = pred.items.iter().find(|e| {
+                    !taken[e.index]
+                        && e.kind == ob.o.kind
+                        && e.process == ob.o.process
+                        && e.place == ob.o.destination
+                        && (run_step.is_none() || e.run == run_step)
+                        && (!same_fate || matches!(e.fate, Fate::DeadLettered { .. }) == ob.dead)
+                });
+                if let Some(e) = e {
+                    taken[e.index] = true;
+                    ob.paired = Some(e.index);
+                }
+            }
+        }
+        for ob in &obs {
+            if let Some(e) = ob.paired {
+                self.check_pair(ob, &pred.items[e]);
+            }
+        }
+        // Left over on the oracle's side: lost.
+        for e in &pred.items {
+            if taken[e.index] || self.crashes.contains(&e.emitted) {
+                continue;
+            }
+            let (rule, why) = match (&e.fate, e.kind) {
+                (Fate::Pending, _) => continue,
+                (Fate::DeadLettered { .. }, _) => ("INV-4", "must be dead-lettered after 6 failed attempts"),
+                (_, Kind::WatchMatch) => (e.edge.unwrap_or("INV-4"), "was never delivered nor dead-lettered"),
+                (_, Kind::WatchDisabled) => ("PROC-5", "(3rd strike) was never delivered nor dead-lettered"),
+                (_, Kind::Completion) if e.promise == Some(Promise::Promoted) => {
+                    ("PROC-5", "(owed because watching was disabled) was never delivered nor dead-lettered")
+                }
+                (_, Kind::Completion)
+                    if matches!(self.trace.ops.get(e.emitted), Some(TraceOp::Restart { .. })) =>
+                {
+                    ("PROC-8", "(lost in a restart) was never delivered nor dead-lettered")
+                }
+                (_, Kind::Completion) => ("INV-4", "was never delivered nor dead-lettered"),
+                (_, Kind::Shutdown) => ("DELIVER-8", "was never delivered nor dead-lettered"),
+            };
+            let fate = match e.fate {
+                Fate::Delivered { step } => format!("; the model delivers it at step {step}"),
+                Fate::DeadLettered { step } => format!("; the model dead-letters it at step {step}"),
+                Fate::Pending => String::new(),
+            };
+            self.bad(
+                rule,
+                format!(
+                    "{} {} to {} emitted at step {} {why}{fate}",
+                    e.process.as_deref().unwrap_or("(no process)"),
+                    e.kind.as_str(),
+                    e.place,
+                    e.emitted
+                ),
+            );
+        }
+        // Left over on the report's side: should not exist.
+        for (i, ob) in obs.iter().enumerate() {
+            if misrouted[i] || ob.paired.is_some() {
+                continue;
+            }
+            let o = ob.o;
+            let twin = obs.iter().any(|x| {
+                x.paired.is_some()
+                    && x.o.kind == o.kind
+                    && x.o.process == o.process
+                    && x.o.destination == o.destination
+                    && x.o.text == o.text
+            });
+            let rule = if twin {
+                "INV-3"
+            } else {
+                match o.kind {
+                    Kind::WatchMatch => match ob.op.and_then(|op| pred.verdicts.get(&op)) {
+                        Some(v) => v.rule(),
+                        None => "PROC-4",
+                    },
+                    Kind::WatchDisabled => "PROC-5",
+                    Kind::Completion => {
+                        let p = o.process.as_deref().unwrap_or("");
+                        let promised = pred
+                            .runs_of(p, usize::MAX)
+                            .any(|r| r.promise.is_some() && r.home == o.destination);
+                        if promised {
+                            "INV-3"
+                        } else {
+                            "INV-7"
+                        }
+                    }
+                    Kind::Shutdown => "DELIVER-8",
+                }
+            };
+            let why = match (rule, o.kind) {
+                ("INV-3", _) => "a second copy",
+                ("INV-7", _) => "no completion was promised (notify off, watching never disabled)",
+                ("PROC-4", _) => "its match fell inside its process's 15 s cooldown",
+                ("PROC-6", _) => "its match fell while the global breaker was open",
+                ("PROC-5", Kind::WatchDisabled) => "watching is disabled only at the 3rd strike",
+                ("PROC-5", _) => "its process was not watching (any more)",
+                ("PROC-3", _) => "no line of that output matched a pattern",
+                ("PROC-7", _) => "its process was not running",
+                ("DELIVER-8", _) => "one notice per thread with a lane, per shutdown",
+                _ => "not predicted",
+            };
+            self.bad(
+                rule,
+                format!(
+                    "{} {} at step {}: {why}",
+                    Self::what(o),
+                    if ob.dead { "dead-lettered" } else { "delivered" },
+                    o.step
+                ),
+            );
+        }
+        // Order within each thread.
+        let mut last: BTreeMap<&Place, (usize, &Expected)> = BTreeMap::new();
+        for ob in obs.iter().filter(|o| !o.dead) {
+            let Some(e) = ob.paired.map(|e| &pred.items[e]) else {
+                continue;
+            };
+            let Some(order) = e.order else { continue };
+            if let Some((prev, pe)) = last.get(&e.place) {
+                if order < *prev {
+                    let rule = if pe.run.is_some() && pe.run == e.run {
+                        "INV-5"
+                    } else {
+                        "DELIVER-5"
+                    };
+                    self.bad(
+                        rule,
+                        format!(
+                            "{} {} (seq {}, emitted at step {}) arrived after {} {} (seq {}, emitted at step {}) in {}",
+                            e.process.as_deref().unwrap_or("notice"),
+                            e.kind.as_str(),
+                            e.seq,
+                            e.emitted,
+                            pe.process.as_deref().unwrap_or("notice"),
+                            pe.kind.as_str(),
+                            pe.seq,
+                            pe.emitted,
+                            e.place
+                        ),
+                    );
+                }
+            }
+            if last.get(&e.place).is_none_or(|(p, _)| order > *p) {
+                last.insert(&e.place, (order, e));
+            }
+        }
+    }
+
+    fn check_pair(&mut self, ob: &Obs<'_>, e: &Expected) {
+        let o = ob.o;
+        let what = Self::what(o);
+        match (&e.fate, ob.dead) {
+            (Fate::Delivered { .. }, true) | (Fate::Pending, true) => {
+                let rule = match o.cause {
+                    Some(Cause::NoRoute) => "ROUTE-4",
+                    Some(Cause::OriginConflict) => "ROUTE-5",
+                    _ => "DELIVER-4",
+                };
+                let when = match e.fate {
+                    Fate::Delivered { step } => format!("the model delivers it at step {step}"),
+                    _ => "the model still has it queued".into(),
+                };
+                self.bad(
+                    rule,
+                    format!(
+                        "{what} (emitted at step {}) was dead-lettered ({:?}); {when}",
+                        e.emitted,
+                        o.reason.as_deref().unwrap_or("")
+                    ),
+                );
+                return;
+            }
+            (Fate::DeadLettered { step }, false) => {
+                self.bad(
+                    "DELIVER-4",
+                    format!(
+                        "{what} delivered at step {}: its 6th attempt failed at step {step}, so it must be dead-lettered",
+                        o.step
+                    ),
+                );
+                return;
+            }
+            (Fate::Delivered { step }, false) if o.step != *step => {
+                self.timing(o, e, *step);
+            }
+            _ => {}
+        }
+        // Content.
+        let shown = words(&o.text);
+        let known: BTreeSet<&str> = shown
+            .iter()
+            .copied()
+            .filter(|w| self.pred.tokens.contains_key(*w))
+            .collect();
+        let rule = if e.kind == Kind::WatchMatch { "PROC-3" } else { "PROC-7" };
+        if let Some(miss) = e.must_show.iter().find(|t| !shown.contains(t.as_str())) {
+            self.bad(
+                rule,
+                format!(
+                    "{what} (emitted at step {}) does not show {miss:?}, which its {} must quote",
+                    e.emitted,
+                    if e.kind == Kind::WatchMatch { "excerpt" } else { "output tail" }
+                ),
+            );
+        }
+        if let Some(extra) = known.iter().find(|t| !e.may_show.contains(**t)) {
+            self.bad(
+                rule,
+                format!(
+                    "{what} (emitted at step {}) shows {extra:?}, which is not {}",
+                    e.emitted,
+                    if e.kind == Kind::WatchMatch {
+                        "a matching line of that output"
+                    } else {
+                        "output of its run"
+                    }
+                ),
+            );
+        }
+        if let Some(p) = &e.pattern {
+            if !o.text.contains(p.as_str()) {
+                self.bad("TEXT-1", format!("{what}: the text does not name the pattern {p:?}"));
+            }
+        }
+        if e.suppressed > 0 && !has_number(&o.text, e.suppressed) {
+            self.bad(
+                "TEXT-4",
+                format!("{what}: {} suppressed match(es) are not reported in the text", e.suppressed),
+            );
+        }
+    }
+
+    fn timing(&mut self, o: &Observed, e: &Expected, due: usize) {
+        let what = Self::what(o);
+        if o.step > due {
+            let rule = if matches!(self.trace.ops.get(due), Some(TraceOp::Advance { .. })) {
+                "INV-8"
+            } else {
+                "DELIVER-1"
+            };
+            self.bad(
+                rule,
+                format!(
+                    "{what} (emitted at step {}) delivered at step {}; it was due at step {due} (thread idle, adapter up)",
+                    e.emitted, o.step
+                ),
+            );
+            return;
+        }
+        if o.step < e.emitted {
+            let rule = if e.kind == Kind::WatchMatch { "PROC-4" } else { "PROC-7" };
+            self.bad(
+                rule,
+                format!("{what} delivered at step {}, before its event (step {})", o.step, e.emitted),
+            );
+            return;
+        }
+        let hold = e.held.iter().find(|(s, _)| *s == o.step).map(|(_, h)| *h);
+        let (rule, why) = match hold {
+            Some(Hold::Busy) => ("DELIVER-2", "a turn was running in that thread"),
+            Some(Hold::BehindHead) => ("DELIVER-5", "an earlier notification of that thread was still pending"),
+            Some(Hold::Backoff) => ("DELIVER-4", "its retry was not due yet (backoff)"),
+            Some(Hold::Failed) => ("DELIVER-4", "the adapter was failing"),
+            None => ("DELIVER-1", "the model had not sent it yet"),
+        };
+        self.bad(
+            rule,
+            format!(
+                "{what} (emitted at step {}) delivered at step {}, where {why}; due at step {due}",
+                e.emitted, o.step
+            ),
+        );
+    }
+}
