@@ -133,9 +133,11 @@ fn conformance_cases_over_the_protocol(b: Bencher) {
         max_steps: 32,
         save_dir: None,
         max_shrink_runs: 0,
+        max_shrunk: usize::MAX,
         svg: None,
         validate: false,
         known: Vec::new(),
+        min_coverage: 0.0,
     };
     let exe = env!("CARGO_BIN_EXE_procroute");
     b.counter(ItemsCount::new(cfg.cases)).bench(|| {

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
+use crate::fault::{Fault, Switch};
 use crate::persist::{self, FileProblem};
 use crate::registry::RunId;
 use crate::router::Destination;
@@ -148,6 +149,8 @@ pub struct DeliveryEngine {
     /// (PROC-8).
     completions: BTreeSet<crate::registry::RunId>,
     completions_order: VecDeque<crate::registry::RunId>,
+    /// Test-only fault switch (feature `faults`); zero-sized otherwise.
+    fault: Switch,
 }
 
 impl DeliveryEngine {
@@ -163,7 +166,13 @@ impl DeliveryEngine {
             dead_total: 0,
             completions: BTreeSet::new(),
             completions_order: VecDeque::new(),
+            fault: Switch::default(),
         }
+    }
+
+    /// Switches a test-only fault on (feature `faults`).
+    pub fn set_fault(&mut self, fault: Switch) {
+        self.fault = fault;
     }
 
     /// The run's completion is now held by this log (queued, dead-lettered
@@ -229,16 +238,20 @@ impl DeliveryEngine {
             });
         }
         self.queued_ids.insert(n.id);
-        self.queues
-            .entry(n.destination.clone())
-            .or_default()
-            .push_back(Pending {
-                n,
-                attempts: 0,
-                not_before_ms: now_ms,
-                in_flight: false,
-                last_error: None,
-            });
+        let first = self.fault.on(Fault::CompletionFirst) && n.kind == NoticeKind::Completion;
+        let q = self.queues.entry(n.destination.clone()).or_default();
+        let p = Pending {
+            n,
+            attempts: 0,
+            not_before_ms: now_ms,
+            in_flight: false,
+            last_error: None,
+        };
+        if first && q.front().is_none_or(|h| !h.in_flight) {
+            q.push_front(p);
+        } else {
+            q.push_back(p);
+        }
         Ok(Enqueued::Queued)
     }
 
@@ -260,7 +273,7 @@ impl DeliveryEngine {
     pub fn poll(&mut self, now_ms: u64) -> Vec<Notification> {
         let mut out = Vec::new();
         for (dest, q) in self.queues.iter_mut() {
-            if self.busy.contains(dest) {
+            if self.busy.contains(dest) && !self.fault.on(Fault::DeliverIntoBusyThread) {
                 continue;
             }
             if let Some(head) = q.front_mut() {
@@ -294,7 +307,8 @@ impl DeliveryEngine {
                 let head = q.front_mut().expect("found above");
                 head.in_flight = false;
                 head.last_error = Some(reason.clone());
-                if head.attempts >= self.limits.max_attempts {
+                let max = self.limits.max_attempts - u32::from(self.fault.on(Fault::FiveAttempts));
+                if head.attempts >= max {
                     let p = q.pop_front().expect("found above");
                     self.queued_ids.remove(&id);
                     self.dead_letter(
@@ -310,7 +324,17 @@ impl DeliveryEngine {
                         .backoff_base_ms
                         .saturating_mul(1 << shift)
                         .min(self.limits.backoff_max_ms);
-                    head.not_before_ms = now_ms.saturating_add(backoff);
+                    head.not_before_ms = if self.fault.on(Fault::NoBackoff) {
+                        now_ms
+                    } else {
+                        now_ms.saturating_add(backoff)
+                    };
+                    if self.fault.on(Fault::RetryNotBlocking) && q.len() > 1 {
+                        // "Retry later": the failed one goes to the back.
+                        if let Some(p) = q.pop_front() {
+                            q.push_back(p);
+                        }
+                    }
                 }
             }
         }
@@ -413,8 +437,10 @@ impl DeliveryEngine {
     /// idempotent adapter dedupes on.
     pub fn encode(&self) -> Vec<u8> {
         let body = Body {
-            queues: self
-                .queues
+            queues: if self.fault.on(Fault::QueueNotPersisted) {
+                Vec::new()
+            } else {
+                self.queues
                 .iter()
                 .map(|(d, q)| {
                     let items = q
@@ -426,7 +452,8 @@ impl DeliveryEngine {
                         .collect();
                     (d.clone(), items)
                 })
-                .collect(),
+                .collect()
+            },
             delivered: self.delivered_order.iter().copied().collect(),
             dead: self.dead.iter().cloned().collect(),
             busy: Vec::new(),

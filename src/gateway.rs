@@ -133,6 +133,10 @@ pub struct Gateway {
     foreground: Option<Destination>,
     /// Only used under `Fault::CompletionDedupByProcessId`.
     completed_pids: BTreeSet<String>,
+    /// Only used under `Fault::ResendOnTurnEnd`.
+    last_sent: std::collections::BTreeMap<Destination, Notification>,
+    /// Only used under `Fault::ShutdownQuotesOutput`.
+    last_output: String,
     /// While [`Gateway::handle_batch`] runs: the files that changed (bit per
     /// [`FileKind`]); their snapshots are taken once, at the end.
     deferred: std::cell::Cell<Option<u8>>,
@@ -151,7 +155,66 @@ impl Gateway {
             shutdown_ids: BTreeSet::new(),
             foreground: None,
             completed_pids: BTreeSet::new(),
+            last_sent: Default::default(),
+            last_output: String::new(),
         }
+        .with_fault_switch()
+    }
+
+    /// Hands the test-only fault switch (feature `faults`) to the parts.
+    fn with_fault_switch(mut self) -> Gateway {
+        let f = fault::Switch::of(&self.config);
+        self.registry.set_fault(f);
+        self.delivery.set_fault(f);
+        self
+    }
+
+    fn on(&self, f: Fault) -> bool {
+        fault::active(&self.config, f)
+    }
+
+    /// Test-only: what a faulty renderer would have made of a text.
+    fn faulty_text(&self, mut text: String) -> String {
+        if self.on(Fault::SuppressedNotShown) {
+            if let Some(i) = text.rfind("\n(") {
+                if text[i..].contains("suppressed") {
+                    text.truncate(i);
+                }
+            }
+        }
+        if self.on(Fault::PatternNotNamed) {
+            if let (Some(a), Some(b)) = (text.find("watch pattern \""), text.find("\"]")) {
+                if a < b {
+                    text.replace_range(a + "watch pattern".len()..b + 1, "");
+                }
+            }
+        }
+        if self.on(Fault::RawControlChars) {
+            let mut out = String::new();
+            let mut rest = text.as_str();
+            while let Some(i) = rest.find("\\u{") {
+                out.push_str(&rest[..i]);
+                let after = &rest[i + 3..];
+                match after.find('}').and_then(|j| {
+                    u32::from_str_radix(&after[..j], 16)
+                        .ok()
+                        .and_then(char::from_u32)
+                        .map(|c| (c, j))
+                }) {
+                    Some((c, j)) => {
+                        out.push(c);
+                        rest = &after[j + 1..];
+                    }
+                    None => {
+                        out.push_str("\\u{");
+                        rest = after;
+                    }
+                }
+            }
+            out.push_str(rest);
+            text = out;
+        }
+        text
     }
 
     /// Rebuilds a gateway after a restart from its three files (any may be
@@ -166,6 +229,7 @@ impl Gateway {
         alive: impl FnMut(RunId, &SpawnRequest) -> bool,
     ) -> Result<(Gateway, Vec<Output>), (FileKind, FileProblem)> {
         let mut g = Gateway::new(config.clone());
+        let switch = fault::Switch::of(&config);
         if let Some(b) = store {
             g.store =
                 SessionStore::decode(b, DEFAULT_MAX_LANES).map_err(|e| (FileKind::Store, e))?;
@@ -173,6 +237,7 @@ impl Gateway {
         if let Some(b) = delivery {
             g.delivery = DeliveryEngine::decode(b, config.delivery.clone())
                 .map_err(|e| (FileKind::Delivery, e))?;
+            g.delivery.set_fault(switch);
         }
         let mut out = Vec::new();
         g.check_held().map_err(|e| (FileKind::Delivery, e))?;
@@ -199,6 +264,13 @@ impl Gateway {
             let (reg, lost) = Registry::restore(b, config.limits.clone(), now_ms, &log, alive)
                 .map_err(|e| (FileKind::Checkpoint, e))?;
             g.registry = reg;
+            g.registry.set_fault(switch);
+            let lost = if g.on(Fault::NoLostCompletion) {
+                out.push(g.persist(FileKind::Checkpoint));
+                Vec::new()
+            } else {
+                lost
+            };
             // route_all makes the lost completions durable in the delivery
             // log, then checkpoints the registry without their runs.
             g.route_all(lost, now_ms, &mut out);
@@ -305,6 +377,13 @@ impl Gateway {
     }
 
     fn observe(&mut self, origin: &Origin, now_ms: u64, out: &mut Vec<Output>) -> Option<Lane> {
+        let folded;
+        let origin = if self.on(Fault::CaseFoldedLanes) {
+            folded = fold_case(origin);
+            &folded
+        } else {
+            origin
+        };
         match self.store.observe(origin, &self.config.policy, now_ms) {
             Ok((lane, created)) => {
                 if created {
@@ -335,6 +414,14 @@ impl Gateway {
             }
             Input::TurnEnded { origin } => {
                 self.delivery.turn_ended(&Destination::of(&origin));
+                if self.on(Fault::ResendOnTurnEnd) {
+                    if let Some(n) = self.last_sent.get(&Destination::of(&origin)) {
+                        out.push(Output::Send(n.clone()));
+                    }
+                }
+                if self.on(Fault::TurnEndDoesNotFlush) {
+                    return out;
+                }
                 if fault::active(&self.config, Fault::DeliveryOnlyAtTurnEnd) {
                     self.flush_now(now_ms, &mut out);
                     return out;
@@ -386,7 +473,12 @@ impl Gateway {
                     }),
                 }
             }
-            Input::Output { run, chunk } => match self.registry.output(run, &chunk, now_ms) {
+            Input::Output { run, chunk } => match {
+                if self.on(Fault::ShutdownQuotesOutput) {
+                    self.last_output = chunk.lines().last().unwrap_or("").to_owned();
+                }
+                self.registry.output(run, &chunk, now_ms)
+            } {
                 Ok(events) => self.route_all(events, now_ms, &mut out),
                 Err(e) => out.push(Output::Rejected {
                     reason: e.to_string(),
@@ -404,10 +496,16 @@ impl Gateway {
                     }),
                 }
             }
-            Input::Tick => {}
+            Input::Tick => {
+                if self.on(Fault::IdleTickNoFlush) {
+                    return out;
+                }
+            }
             Input::Sent { id, error } => {
                 let ok = error.is_none();
-                let error = if fault::active(&self.config, Fault::AdapterFailureDrops) {
+                let unconfirmed = self.on(Fault::ShutdownUnconfirmed)
+                    && matches!(id, NotificationId::Shutdown { .. });
+                let error = if self.on(Fault::AdapterFailureDrops) || unconfirmed {
                     None // pretend it worked: the notification is gone
                 } else {
                     error
@@ -416,16 +514,29 @@ impl Gateway {
                 if ok && self.shutdown_ids.remove(&id) && self.delivery.was_delivered(&id) {
                     self.stats.shutdown_notices_sent += 1;
                 }
-                out.push(self.persist(FileKind::Delivery));
+                if !(ok && self.on(Fault::AckNotPersisted)) {
+                    out.push(self.persist(FileKind::Delivery));
+                }
             }
             Input::Shutdown => {
                 self.shutdown_epoch += 1;
-                let threads: BTreeSet<Destination> = self
+                let mut threads: Vec<Destination> = self
                     .store
                     .lanes()
                     .map(|(_, e)| Destination::of(&e.origin))
                     .collect();
+                threads.sort();
+                if !self.on(Fault::ShutdownPerLane) {
+                    threads.dedup();
+                }
                 for (index, destination) in threads.into_iter().enumerate() {
+                    let mut text = text::shutdown_notice();
+                    if self.on(Fault::ShutdownQuotesOutput) && !self.last_output.is_empty() {
+                        text.push_str(&format!(" Last output: {}", self.last_output));
+                    }
+                    if self.on(Fault::ShutdownTextVaries) {
+                        text.push_str(&format!(" ({})", destination.chat_id.as_str()));
+                    }
                     let id = NotificationId::Shutdown {
                         epoch: self.shutdown_epoch,
                         index: index as u32,
@@ -434,7 +545,7 @@ impl Gateway {
                         id,
                         kind: NoticeKind::Shutdown,
                         destination,
-                        text: text::shutdown_notice(),
+                        text,
                     };
                     if self.delivery.enqueue(n, now_ms).is_ok() {
                         self.shutdown_ids.insert(id);
@@ -470,7 +581,28 @@ impl Gateway {
             {
                 continue;
             }
-            let resolved = if fault::active(&self.config, Fault::ForegroundRouting) {
+            let conflict = self.on(Fault::ConflictWhenUserDiffers)
+                && self
+                    .store
+                    .get(&e.lane)
+                    .is_some_and(|entry| entry.origin != e.origin);
+            let resolved = if conflict {
+                let d = Box::new(Destination::of(&e.origin));
+                Err(DropReason::OriginConflict {
+                    lane: e.lane.clone(),
+                    stored: d.clone(),
+                    captured: d,
+                })
+            } else if self.on(Fault::CaseFoldedLanes) {
+                // The stored origin is the truth; keys are assumed injective.
+                match self.store.get(&e.lane) {
+                    Some(entry) => Ok(router::Routed {
+                        destination: Destination::of(&entry.origin),
+                        source: router::RouteSource::Store,
+                    }),
+                    None => router::resolve(&self.store, &e),
+                }
+            } else if fault::active(&self.config, Fault::ForegroundRouting) {
                 Ok(router::Routed {
                     destination: self
                         .foreground
@@ -498,8 +630,17 @@ impl Gateway {
                         id: n_id,
                         kind: notice_kind(&e.kind),
                         destination: routed.destination,
-                        text: text::render(&e),
+                        text: self.faulty_text(text::render(&e)),
                     };
+                    if self.on(Fault::DeadLetterEverything) {
+                        self.delivery.dead_letter(
+                            n,
+                            DeadCause::NoRoute,
+                            "no route (fault)".into(),
+                            now_ms,
+                        );
+                        continue;
+                    }
                     if let Err(err) = self.delivery.enqueue(n.clone(), now_ms) {
                         // Back-pressure: never silent (DELIVER-7).
                         self.delivery
@@ -543,9 +684,22 @@ impl Gateway {
 
     fn flush_now(&mut self, now_ms: u64, out: &mut Vec<Output>) {
         for n in self.delivery.poll(now_ms) {
+            if self.on(Fault::ResendOnTurnEnd) {
+                self.last_sent.insert(n.destination.clone(), n.clone());
+            }
             out.push(Output::Send(n));
         }
     }
+}
+
+/// `Fault::CaseFoldedLanes`: the origin with its ids lower-cased.
+fn fold_case(origin: &Origin) -> Origin {
+    let low = |s: &str| s.to_lowercase();
+    let mut raw = crate::origin::RawOrigin::from(origin.clone());
+    raw.chat_id = low(&raw.chat_id);
+    raw.thread_id = raw.thread_id.as_deref().map(low);
+    raw.user_id = raw.user_id.as_deref().map(low);
+    Origin::try_from(raw).unwrap_or_else(|_| origin.clone())
 }
 
 fn notice_kind(k: &crate::registry::EventKind) -> NoticeKind {

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
+use crate::fault::{Fault, Switch};
 use crate::origin::Origin;
 use crate::persist::{self, FileProblem};
 use crate::store::Lane;
@@ -188,6 +189,10 @@ pub struct Registry {
     next_run: u64,
     running: BTreeMap<RunId, Proc>,
     breaker: Breaker,
+    /// Test-only fault switch (feature `faults`); zero-sized otherwise.
+    fault: Switch,
+    /// Only used under `Fault::GlobalTail`.
+    global_tail: String,
 }
 
 impl Registry {
@@ -197,11 +202,18 @@ impl Registry {
             next_run: 1,
             running: BTreeMap::new(),
             breaker: Breaker::default(),
+            fault: Switch::default(),
+            global_tail: String::new(),
         }
     }
 
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// Switches a test-only fault on (feature `faults`).
+    pub fn set_fault(&mut self, fault: Switch) {
+        self.fault = fault;
     }
 
     /// The next run id to be issued; every run id below it was issued.
@@ -294,11 +306,20 @@ impl Registry {
         now_ms: u64,
     ) -> Result<Vec<ProcessEvent>, RegistryError> {
         let limits = self.limits.clone();
+        let f = self.fault;
         let p = self
             .running
             .get_mut(&run)
             .ok_or(RegistryError::NotRunning(run))?;
-        push_tail(&mut p.tail, chunk, limits.tail_max_chars);
+        if f.on(Fault::TailFromStart) {
+            let room = limits.tail_max_chars.saturating_sub(p.tail.chars().count());
+            p.tail.extend(chunk.chars().take(room));
+        } else {
+            push_tail(&mut p.tail, chunk, limits.tail_max_chars);
+        }
+        if f.on(Fault::GlobalTail) {
+            push_tail(&mut self.global_tail, chunk, limits.tail_max_chars);
+        }
         if p.req.watch_patterns.is_empty() || p.watch_disabled {
             return Ok(Vec::new());
         }
@@ -319,15 +340,26 @@ impl Registry {
             return Ok(Vec::new());
         };
         // Per-process cooldown and strikes (PROC-4, PROC-5).
-        if let Some(until) = p.cooldown_until.filter(|u| now_ms < *u) {
+        if f.on(Fault::ExcerptFirstLineOnly) {
+            matched.truncate(1);
+        }
+        if f.on(Fault::ExcerptWholeChunk) {
+            matched = chunk.lines().collect();
+        }
+        let inclusive = f.on(Fault::CooldownInclusive);
+        if let Some(until) = p
+            .cooldown_until
+            .filter(|u| now_ms < *u || (inclusive && now_ms == *u))
+        {
             let _ = until;
             p.suppressed += matched.len() as u64;
             if !p.strike_candidate {
                 p.strike_candidate = true;
                 p.strikes += 1;
-                if p.strikes >= limits.watch_strike_limit {
+                let limit = limits.watch_strike_limit - u32::from(f.on(Fault::StrikeLimitTwo));
+                if p.strikes >= limit {
                     p.watch_disabled = true;
-                    p.notify_on_exit = true;
+                    p.notify_on_exit = !f.on(Fault::NoPromotion) || p.notify_on_exit;
                     let suppressed = std::mem::take(&mut p.suppressed);
                     return Ok(vec![Registry::event(
                         p,
@@ -343,7 +375,12 @@ impl Registry {
             p.strikes = 0;
         }
         p.strike_candidate = false;
-        p.cooldown_until = Some(now_ms.saturating_add(limits.watch_min_interval_ms));
+        let interval = if f.on(Fault::CooldownTooShort) {
+            limits.watch_min_interval_ms - 1_000
+        } else {
+            limits.watch_min_interval_ms
+        };
+        p.cooldown_until = Some(now_ms.saturating_add(interval));
         // Global breaker (PROC-6): a dropped match is counted on its own
         // process and reported on that process's next event — never as an
         // origin-less broadcast.
@@ -363,8 +400,11 @@ impl Registry {
             b.window_start = Some(now_ms);
             b.window_hits = 0;
         }
-        if b.window_hits >= limits.global_max_per_window {
-            b.tripped_until = Some(now_ms.saturating_add(limits.global_cooldown_ms));
+        let max = limits.global_max_per_window + u32::from(f.on(Fault::BreakerSixteen));
+        if b.window_hits >= max {
+            if !f.on(Fault::BreakerNoPause) {
+                b.tripped_until = Some(now_ms.saturating_add(limits.global_cooldown_ms));
+            }
             p.suppressed += matched.len() as u64;
             return Ok(Vec::new());
         }
@@ -394,10 +434,15 @@ impl Registry {
             .running
             .remove(&run)
             .ok_or(RegistryError::NotRunning(run))?;
-        if !p.notify_on_exit {
+        let silent = self.fault.on(Fault::KilledSilent) && completion == Completion::Killed;
+        if (!p.notify_on_exit && !self.fault.on(Fault::NotifyAlways)) || silent {
             return Ok(Vec::new());
         }
-        let tail = std::mem::take(&mut p.tail);
+        let tail = if self.fault.on(Fault::GlobalTail) {
+            self.global_tail.clone()
+        } else {
+            std::mem::take(&mut p.tail)
+        };
         let suppressed = std::mem::take(&mut p.suppressed);
         Ok(vec![Registry::event(
             &mut p,

@@ -42,9 +42,11 @@ fn trace_run(seed: u64, cases: usize) -> runner::TraceRun {
         max_steps: 32,
         save_dir: None,
         max_shrink_runs: 100,
+        max_shrunk: usize::MAX,
         svg: None,
         validate: true,
         known: Vec::new(),
+        min_coverage: 0.0,
     }
 }
 
@@ -170,6 +172,7 @@ fn p5_bad_trace_replies_are_errored_without_validation_too() {
     let cfg = runner::TraceRun {
         validate: false,
         max_shrink_runs: 0,
+        max_shrunk: usize::MAX,
         ..trace_run(5, 3)
     };
     for (mode, says) in [

@@ -148,9 +148,11 @@ fn faults_are_found_and_shrunk_over_the_protocol() {
             max_steps: 32,
             save_dir: Some(dir.clone()),
             max_shrink_runs: 300,
+            max_shrunk: usize::MAX,
             svg: None,
             validate: true,
             known: Vec::new(),
+            min_coverage: 0.0,
         };
         let args = vec!["harness".to_owned(), "--fault".to_owned(), fault.to_owned()];
         let out = runner::run_traces(exe, &args, &cfg, std::time::Duration::from_secs(10), |_| {

@@ -79,13 +79,25 @@ enum Command {
         /// At most this many harness runs to shrink one failing trace.
         #[arg(long, default_value_t = 500)]
         shrink_runs: usize,
+        /// Fail unless every judged rule is exercised by at least this
+        /// percentage of the generated traces (from the model's view).
+        #[arg(long, default_value_t = 2.0)]
+        min_coverage: f64,
+        /// Shrink at most this many failing traces (the rest are reported
+        /// as found).
+        #[arg(long, default_value_t = 10)]
+        max_shrunk: usize,
     },
     /// Serve the harness protocol on stdin/stdout with the built-in
     /// implementation.
     Harness {
-        /// Test builds only (feature `faults`): reintroduce a historical bug.
+        /// Test builds only (feature `faults`): reintroduce one bug of the
+        /// bank (`--list-faults` names them).
         #[arg(long)]
         fault: Option<String>,
+        /// Print the bank's faults, one `name rule` per line, and exit.
+        #[arg(long)]
+        list_faults: bool,
     },
     /// Print generated origins × policies with both dialects' keys as JSON
     /// lines (the input of the hermes-agent differential check).
@@ -115,7 +127,14 @@ enum Format {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Harness { fault } => {
+        Command::Harness { fault, list_faults } => {
+            if list_faults {
+                #[cfg(feature = "faults")]
+                for f in procroute::fault::Fault::ALL {
+                    println!("{} {}", f.name(), f.rule());
+                }
+                return ExitCode::SUCCESS;
+            }
             #[allow(unused_mut)]
             let mut config = procroute::gateway::Config::default();
             if let Some(name) = fault {
@@ -159,6 +178,8 @@ fn main() -> ExitCode {
             known_failures,
             shrink_runs,
             dialect_cases,
+            min_coverage,
+            max_shrunk,
         } => {
             let shard = match shard
                 .as_deref()
@@ -208,9 +229,11 @@ fn main() -> ExitCode {
                     max_steps,
                     save_dir: Some(save),
                     max_shrink_runs: shrink_runs,
+                    max_shrunk,
                     svg,
                     validate,
                     known: known.clone(),
+                    min_coverage,
                 },
                 conform::dialect::DialectRun {
                     seed,

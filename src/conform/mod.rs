@@ -121,10 +121,25 @@ pub fn run_protocol(
             |id| selection.wants(id),
         )?);
     }
+    let mut coverage = None;
     if traces.cases > 0 {
-        outcomes.extend(runner::run_traces(program, args, traces, timeout, |id| {
+        let (o, c) = runner::run_traces_covered(program, args, traces, timeout, |id| {
             selection.wants(id)
-        })?);
+        })?;
+        outcomes.extend(o);
+        if c.traces > 0 {
+            for (rule, n) in c.below(traces.min_coverage) {
+                outcomes.push(Outcome::check(
+                    format!("coverage/{rule}"),
+                    &[rule.as_str()],
+                    Some(format!(
+                        "the generator exercised {rule} in {n} of {} traces, below the required {}%",
+                        c.traces, traces.min_coverage
+                    )),
+                ));
+            }
+            coverage = Some(c);
+        }
     }
     if let Some(config) = laws {
         outcomes.extend(
@@ -133,11 +148,9 @@ pub fn run_protocol(
                 .filter(|o| selection.wants(&o.id)),
         );
     }
-    Ok((
-        Report::new(file.suite_version.clone(), outcomes),
-        started,
-        restarts,
-    ))
+    let mut report = Report::new(file.suite_version.clone(), outcomes);
+    report.coverage = coverage;
+    Ok((report, started, restarts))
 }
 
 /// Runs every key vector and every key law against the built-in dialects.

@@ -11,6 +11,9 @@ use super::Outcome;
 pub struct Report {
     pub suite_version: String,
     pub outcomes: Vec<Outcome>,
+    /// How many generated traces exercised each judged rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<super::runner::Coverage>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +28,7 @@ impl Report {
         Report {
             suite_version,
             outcomes,
+            coverage: None,
         }
     }
 
@@ -129,6 +133,26 @@ impl Report {
                 "{:<10} {:>8} {:>8} {:>8}{}",
                 rule, t.passed, t.failed, t.skipped, mark
             );
+        }
+        if let Some(c) = &self.coverage {
+            let _ = writeln!(
+                out,
+                "\ncoverage: generated traces exercising each judged rule (model's view), of {}",
+                c.traces
+            );
+            let mut line = String::new();
+            for (i, rule) in crate::model::judge::JUDGED.iter().enumerate() {
+                let n = c.by_rule.get(*rule).copied().unwrap_or(0);
+                let pct = 100.0 * n as f64 / c.traces.max(1) as f64;
+                let _ = write!(line, "{:<10} {:>5} {:>5.1}%   ", rule, n, pct);
+                if i % 3 == 2 {
+                    let _ = writeln!(out, "{}", line.trim_end());
+                    line.clear();
+                }
+            }
+            if !line.is_empty() {
+                let _ = writeln!(out, "{}", line.trim_end());
+            }
         }
         let failures: Vec<&Outcome> = self.outcomes.iter().filter(|o| !o.passed).collect();
         if !failures.is_empty() {

@@ -288,6 +288,10 @@ pub struct TraceRun {
     /// Where shrunk counterexamples are written as JSON.
     pub save_dir: Option<std::path::PathBuf>,
     pub max_shrink_runs: usize,
+    /// At most this many failing traces are shrunk (each costs up to
+    /// `max_shrink_runs` harness runs); later failures are reported as
+    /// found, with their original length.
+    pub max_shrunk: usize,
     /// Write the first failing trace's timeline here as SVG.
     pub svg: Option<std::path::PathBuf>,
     /// Validate every message against the protocol schema.
@@ -296,9 +300,33 @@ pub struct TraceRun {
     /// harness with a long known-failures list stays fast in CI; their
     /// counterexamples live in the implementation's FINDINGS.md.
     pub known: Vec<String>,
+    /// Every judged rule must be exercised by at least this percentage of
+    /// the generated traces, or the run fails (`coverage/<rule>` cases).
+    pub min_coverage: f64,
 }
 
-const TRACE_RULES: [&str; 6] = ["INV-1", "INV-2", "INV-3", "INV-4", "INV-5", "INV-7"];
+/// The rules a trace case is judged on; a case cites the ones its trace
+/// exercises (from the model's view).
+const TRACE_RULES: &[&str] = crate::model::judge::JUDGED;
+
+/// How many generated traces exercised each judged rule (from the model's
+/// view of the trace, not from what the implementation did).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Coverage {
+    pub traces: usize,
+    pub by_rule: std::collections::BTreeMap<String, usize>,
+}
+
+impl Coverage {
+    /// Rules exercised by fewer than `percent` % of the traces.
+    pub fn below(&self, percent: f64) -> Vec<(String, usize)> {
+        TRACE_RULES
+            .iter()
+            .map(|r| (r.to_string(), self.by_rule.get(*r).copied().unwrap_or(0)))
+            .filter(|(_, n)| (*n as f64) < percent / 100.0 * self.traces as f64)
+            .collect()
+    }
+}
 
 /// Why a trace case produced no result.
 enum NoResult {
@@ -413,7 +441,19 @@ pub fn run_traces(
     timeout: Duration,
     wants: impl Fn(&str) -> bool,
 ) -> Result<Vec<Outcome>, String> {
+    run_traces_covered(program, args, cfg, timeout, wants).map(|(o, _)| o)
+}
+
+/// [`run_traces`], with the coverage of the generated traces.
+pub fn run_traces_covered(
+    program: &str,
+    args: &[String],
+    cfg: &TraceRun,
+    timeout: Duration,
+    wants: impl Fn(&str) -> bool,
+) -> Result<(Vec<Outcome>, Coverage), String> {
     use super::trace::{generate, judge, quiescence, shrink};
+    let mut coverage = Coverage::default();
     let mut h = Harness::spawn(program, args)?;
     if cfg.validate {
         h.schema = Some(std::sync::Arc::new(super::schema::Schema::protocol()));
@@ -428,14 +468,15 @@ pub fn run_traces(
             .unwrap_or_else(|| "operation trace not supported".into());
         out.push(Outcome::skip(
             format!("gen/{}/*", cfg.seed),
-            &TRACE_RULES,
+            TRACE_RULES,
             why,
         ));
         h.stop();
-        return Ok(out);
+        return Ok((out, coverage));
     }
     let mut seq = 1_000_000u64;
     let mut wrote_svg = false;
+    let mut shrunk = 0usize;
     let progress = {
         use std::io::IsTerminal;
         std::io::stderr().is_terminal() && cfg.cases >= 200
@@ -452,22 +493,32 @@ pub fn run_traces(
             cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64),
             cfg.max_steps,
         );
+        let exercised = crate::model::judge::exercised(&trace);
+        coverage.traces += 1;
+        for r in &exercised {
+            *coverage.by_rule.entry((*r).to_owned()).or_default() += 1;
+        }
+        let cited: Vec<&str> = TRACE_RULES
+            .iter()
+            .copied()
+            .filter(|r| exercised.contains(r))
+            .collect();
         seq += 1;
         let result = match run_trace_case(&mut h, seq, &trace, timeout) {
             Ok(r) => r,
             Err(NoResult::Skipped(why)) => {
-                out.push(Outcome::skip(id, &TRACE_RULES, why));
+                out.push(Outcome::skip(id, &cited, why));
                 continue;
             }
             Err(NoResult::Errored(e)) => {
-                out.push(Outcome::errored(id, &TRACE_RULES, e));
+                out.push(Outcome::errored(id, &cited, e));
                 h.restart(timeout)?;
                 continue;
             }
         };
         let violations = judge(&trace, &result);
         let Some(first) = violations.first().cloned() else {
-            out.push(Outcome::pass(id, &TRACE_RULES));
+            out.push(Outcome::pass(id, &cited));
             continue;
         };
         if cfg.known.iter().any(|p| super::select::glob(p, &id)) {
@@ -475,6 +526,15 @@ pub fn run_traces(
             out.push(Outcome::check(id, &[first.rule.as_str()], Some(detail)));
             continue;
         }
+        if shrunk >= cfg.max_shrunk {
+            let detail = format!(
+                "{} (not shrunk: {shrunk} failures were; replay with --only {id})",
+                first.detail
+            );
+            out.push(Outcome::check(id, &[first.rule.as_str()], Some(detail)));
+            continue;
+        }
+        shrunk += 1;
         let suffix = quiescence(trace.threads.len()).len();
         let (small, runs) = shrink(&trace, suffix, cfg.max_shrink_runs, |cand| {
             seq += 1;
@@ -485,9 +545,15 @@ pub fn run_traces(
         let steps = small.ops.len() - suffix;
         seq += 1;
         let small_result = run_trace_case(&mut h, seq, &small, timeout).unwrap_or_default();
+        // The headline describes the shrunk trace, the one shown below.
+        let headline = judge(&small, &small_result)
+            .into_iter()
+            .find(|v| v.rule == first.rule)
+            .unwrap_or_else(|| first.clone());
         let mut detail = format!(
-            "{} (shrunk to {steps} step(s) in {runs} harness run(s))",
-            first.detail
+            "{} (shrunk from {} to {steps} step(s) in {runs} harness run(s))",
+            headline.detail,
+            trace.ops.len() - suffix
         );
         if let Some(svg) = cfg.svg.as_ref().filter(|_| !wrote_svg) {
             let picture = super::render::timeline_svg(&small, &small_result);
@@ -503,7 +569,7 @@ pub fn run_traces(
                 "id": id,
                 "rules": [first.rule],
                 "implementation": started.implementation,
-                "violation": first.detail,
+                "violation": headline.detail,
                 "trace": small,
             });
             let path = dir.join(name);
@@ -528,5 +594,5 @@ pub fn run_traces(
         eprint!("\r{:30}\r", "");
     }
     h.stop();
-    Ok(out)
+    Ok((out, coverage))
 }

@@ -313,7 +313,12 @@ impl<'a> Judge<'a> {
                 {
                     ("PROC-8", "(lost in a restart) was never delivered nor dead-lettered")
                 }
-                (_, Kind::Completion) => ("INV-4", "was never delivered nor dead-lettered"),
+                // Lost after the adapter failed it: a delivery loss; never
+                // sent at all: the completion was never produced.
+                (_, Kind::Completion) if e.held.iter().any(|(_, h)| *h == Hold::Failed) => {
+                    ("INV-4", "was never delivered nor dead-lettered")
+                }
+                (_, Kind::Completion) => ("PROC-7", "was never delivered nor dead-lettered"),
                 (_, Kind::Shutdown) => ("DELIVER-8", "was never delivered nor dead-lettered"),
             };
             let fate = match e.fate {
@@ -345,7 +350,9 @@ impl<'a> Judge<'a> {
                     && x.o.destination == o.destination
                     && x.o.text == o.text
             });
-            let rule = if twin {
+            let rule = if o.kind == Kind::Shutdown {
+                "DELIVER-8"
+            } else if twin {
                 "INV-3"
             } else {
                 match o.kind {
@@ -377,7 +384,7 @@ impl<'a> Judge<'a> {
                 ("PROC-5", _) => "its process was not watching (any more)",
                 ("PROC-3", _) => "no line of that output matched a pattern",
                 ("PROC-7", _) => "its process was not running",
-                ("DELIVER-8", _) => "one notice per thread with a lane, per shutdown",
+                ("DELIVER-8", _) => "one notice per thread with a lane per shutdown, and only once",
                 _ => "not predicted",
             };
             self.bad(
