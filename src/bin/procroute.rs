@@ -83,9 +83,9 @@ enum Command {
         /// percentage of the generated traces (from the model's view).
         #[arg(long, default_value_t = 2.0)]
         min_coverage: f64,
-        /// Shrink at most this many failing traces (the rest are reported
-        /// as found).
-        #[arg(long, default_value_t = 10)]
+        /// Shrink at most this many failing traces per broken rule (the
+        /// rest are reported as found).
+        #[arg(long, default_value_t = 3)]
         max_shrunk: usize,
     },
     /// Serve the harness protocol on stdin/stdout with the built-in
@@ -131,7 +131,7 @@ fn main() -> ExitCode {
             if list_faults {
                 #[cfg(feature = "faults")]
                 for f in procroute::fault::Fault::ALL {
-                    println!("{} {}", f.name(), f.rule());
+                    let _ = writeln!(io::stdout(), "{} {}", f.name(), f.rule());
                 }
                 return ExitCode::SUCCESS;
             }

@@ -288,9 +288,9 @@ pub struct TraceRun {
     /// Where shrunk counterexamples are written as JSON.
     pub save_dir: Option<std::path::PathBuf>,
     pub max_shrink_runs: usize,
-    /// At most this many failing traces are shrunk (each costs up to
-    /// `max_shrink_runs` harness runs); later failures are reported as
-    /// found, with their original length.
+    /// At most this many failing traces are shrunk per broken rule (each
+    /// costs up to `max_shrink_runs` harness runs); later failures of that
+    /// rule are reported as found, with their original length.
     pub max_shrunk: usize,
     /// Write the first failing trace's timeline here as SVG.
     pub svg: Option<std::path::PathBuf>,
@@ -476,7 +476,7 @@ pub fn run_traces_covered(
     }
     let mut seq = 1_000_000u64;
     let mut wrote_svg = false;
-    let mut shrunk = 0usize;
+    let mut shrunk: std::collections::BTreeMap<String, usize> = Default::default();
     let progress = {
         use std::io::IsTerminal;
         std::io::stderr().is_terminal() && cfg.cases >= 200
@@ -526,15 +526,16 @@ pub fn run_traces_covered(
             out.push(Outcome::check(id, &[first.rule.as_str()], Some(detail)));
             continue;
         }
-        if shrunk >= cfg.max_shrunk {
+        let count = shrunk.entry(first.rule.clone()).or_insert(0usize);
+        if *count >= cfg.max_shrunk {
             let detail = format!(
-                "{} (not shrunk: {shrunk} failures were; replay with --only {id})",
-                first.detail
+                "{} (not shrunk: {count} failures of {} were; replay with --only {id})",
+                first.detail, first.rule
             );
             out.push(Outcome::check(id, &[first.rule.as_str()], Some(detail)));
             continue;
         }
-        shrunk += 1;
+        *count += 1;
         let suffix = quiescence(trace.threads.len()).len();
         let (small, runs) = shrink(&trace, suffix, cfg.max_shrink_runs, |cand| {
             seq += 1;

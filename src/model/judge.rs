@@ -296,12 +296,27 @@ impl<'a> Judge<'a> {
             }
         }
         // Left over on the oracle's side: lost.
+        let restarts: Vec<usize> = self
+            .trace
+            .ops
+            .iter()
+            .enumerate()
+            .filter(|(_, op)| matches!(op, TraceOp::Restart { .. }))
+            .map(|(s, _)| s)
+            .chain(self.crashes.iter().copied())
+            .collect();
         for e in &pred.items {
             if taken[e.index] || self.crashes.contains(&e.emitted) {
                 continue;
             }
+            let resolved = match e.fate {
+                Fate::Delivered { step } | Fate::DeadLettered { step } => step,
+                Fate::Pending => usize::MAX,
+            };
+            let across = restarts.iter().any(|r| e.emitted < *r && *r <= resolved);
             let (rule, why) = match (&e.fate, e.kind) {
                 (Fate::Pending, _) => continue,
+                (_, _) if across => ("DELIVER-6", "was queued across a restart and never delivered nor dead-lettered"),
                 (Fate::DeadLettered { .. }, _) => ("INV-4", "must be dead-lettered after 6 failed attempts"),
                 (_, Kind::WatchMatch) => (e.edge.unwrap_or("INV-4"), "was never delivered nor dead-lettered"),
                 (_, Kind::WatchDisabled) => ("PROC-5", "(3rd strike) was never delivered nor dead-lettered"),
@@ -343,15 +358,28 @@ impl<'a> Judge<'a> {
                 continue;
             }
             let o = ob.o;
-            let twin = obs.iter().any(|x| {
-                x.paired.is_some()
-                    && x.o.kind == o.kind
-                    && x.o.process == o.process
-                    && x.o.destination == o.destination
-                    && x.o.text == o.text
+            let twins: Vec<&Obs<'_>> = obs
+                .iter()
+                .filter(|x| {
+                    x.paired.is_some()
+                        && x.o.kind == o.kind
+                        && x.o.process == o.process
+                        && x.o.destination == o.destination
+                        && x.o.text == o.text
+                })
+                .collect();
+            let twin = !twins.is_empty();
+            // A copy on the other side of a restart: the delivered log did
+            // not survive it (DELIVER-3).
+            let resent = twins.iter().any(|x| {
+                !x.dead
+                    && !ob.dead
+                    && restarts.iter().any(|r| x.o.step < *r && *r <= o.step)
             });
             let rule = if o.kind == Kind::Shutdown {
                 "DELIVER-8"
+            } else if resent {
+                "DELIVER-3"
             } else if twin {
                 "INV-3"
             } else {
@@ -377,6 +405,7 @@ impl<'a> Judge<'a> {
             };
             let why = match (rule, o.kind) {
                 ("INV-3", _) => "a second copy",
+                ("DELIVER-3", _) => "a second copy, after a restart: the delivered log must survive it",
                 ("INV-7", _) => "no completion was promised (notify off, watching never disabled)",
                 ("PROC-4", _) => "its match fell inside its process's 15 s cooldown",
                 ("PROC-6", _) => "its match fell while the global breaker was open",
