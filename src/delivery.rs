@@ -247,7 +247,7 @@ impl DeliveryEngine {
             in_flight: false,
             last_error: None,
         };
-        if first && q.front().is_none_or(|h| !h.in_flight) {
+        if first && !q.front().is_some_and(|h| h.in_flight) {
             q.push_front(p);
         } else {
             q.push_back(p);
@@ -441,18 +441,18 @@ impl DeliveryEngine {
                 Vec::new()
             } else {
                 self.queues
-                .iter()
-                .map(|(d, q)| {
-                    let items = q
-                        .iter()
-                        .map(|p| Pending {
-                            in_flight: false,
-                            ..p.clone()
-                        })
-                        .collect();
-                    (d.clone(), items)
-                })
-                .collect()
+                    .iter()
+                    .map(|(d, q)| {
+                        let items = q
+                            .iter()
+                            .map(|p| Pending {
+                                in_flight: false,
+                                ..p.clone()
+                            })
+                            .collect();
+                        (d.clone(), items)
+                    })
+                    .collect()
             },
             delivered: self.delivered_order.iter().copied().collect(),
             dead: self.dead.iter().cloned().collect(),

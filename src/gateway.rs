@@ -9,7 +9,9 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::delivery::{DeadCause, DeliveryEngine, DeliveryLimits, NoticeKind, Notification, NotificationId};
+use crate::delivery::{
+    DeadCause, DeliveryEngine, DeliveryLimits, NoticeKind, Notification, NotificationId,
+};
 use crate::fault::{self, Fault};
 use crate::key::Policy;
 use crate::origin::Origin;
@@ -473,17 +475,17 @@ impl Gateway {
                     }),
                 }
             }
-            Input::Output { run, chunk } => match {
+            Input::Output { run, chunk } => {
                 if self.on(Fault::ShutdownQuotesOutput) {
                     self.last_output = chunk.lines().last().unwrap_or("").to_owned();
                 }
-                self.registry.output(run, &chunk, now_ms)
-            } {
-                Ok(events) => self.route_all(events, now_ms, &mut out),
-                Err(e) => out.push(Output::Rejected {
-                    reason: e.to_string(),
-                }),
-            },
+                match self.registry.output(run, &chunk, now_ms) {
+                    Ok(events) => self.route_all(events, now_ms, &mut out),
+                    Err(e) => out.push(Output::Rejected {
+                        reason: e.to_string(),
+                    }),
+                }
+            }
             Input::Finished { run, completion } => {
                 match self.registry.finish(run, completion, now_ms) {
                     Ok(events) if events.is_empty() => {
@@ -643,8 +645,12 @@ impl Gateway {
                     }
                     if let Err(err) = self.delivery.enqueue(n.clone(), now_ms) {
                         // Back-pressure: never silent (DELIVER-7).
-                        self.delivery
-                            .dead_letter(n, DeadCause::Backpressure, err.to_string(), now_ms);
+                        self.delivery.dead_letter(
+                            n,
+                            DeadCause::Backpressure,
+                            err.to_string(),
+                            now_ms,
+                        );
                     }
                 }
                 Err(reason) => {

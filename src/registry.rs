@@ -393,9 +393,9 @@ impl Registry {
             b.tripped_until = None;
             b.window_start = None;
         }
-        if b
+        if !b
             .window_start
-            .is_none_or(|start| now_ms.saturating_sub(start) >= limits.global_window_ms)
+            .is_some_and(|start| now_ms.saturating_sub(start) < limits.global_window_ms)
         {
             b.window_start = Some(now_ms);
             b.window_hits = 0;

@@ -76,9 +76,17 @@ fn proc_4_cooldown_boundaries() {
     assert!(matches!(p.verdicts[&1], Verdict::Emitted(_)));
     assert_eq!(p.verdicts[&3], Verdict::Cooldown);
     assert!(matches!(p.verdicts[&5], Verdict::Emitted(_)));
-    let third = p.items.iter().find(|e| e.source_op == Some(5)).expect("emitted");
+    let third = p
+        .items
+        .iter()
+        .find(|e| e.source_op == Some(5))
+        .expect("emitted");
     assert_eq!(third.suppressed, 1);
-    assert_eq!(third.edge, Some("PROC-4"), "admitted exactly at the boundary");
+    assert_eq!(
+        third.edge,
+        Some("PROC-4"),
+        "admitted exactly at the boundary"
+    );
 }
 
 /// PROC-5: three consecutive windows with drops disable watching, once,
@@ -110,7 +118,10 @@ fn proc_5_three_strikes_promote() {
             Kind::Completion
         ]
     );
-    assert_eq!(p.items[4].promise, Some(procroute::model::oracle::Promise::Promoted));
+    assert_eq!(
+        p.items[4].promise,
+        Some(procroute::model::oracle::Promise::Promoted)
+    );
 }
 
 /// PROC-6: 16 processes matching at once: 15 events, the 16th dropped and
@@ -127,7 +138,11 @@ fn proc_6_breaker_admits_fifteen() {
     ops.push(adv(30_000));
     ops.push(out("p15", 99, true));
     let p = predict(&two_topics(ops), &none());
-    let matches = p.items.iter().filter(|e| e.kind == Kind::WatchMatch).count();
+    let matches = p
+        .items
+        .iter()
+        .filter(|e| e.kind == Kind::WatchMatch)
+        .count();
     assert_eq!(matches, 16, "15 in the window, and p15's after the pause");
     assert_eq!(p.verdicts[&31], Verdict::Breaker);
     let last = p.items.last().expect("p15's later match");
@@ -332,7 +347,11 @@ fn the_model_imports_nothing_it_judges() {
         let src = std::fs::read_to_string(&path).expect("readable");
         files += 1;
         for m in forbidden {
-            for pat in [format!("crate::{m}::"), format!("crate::{m};"), format!("crate::{m}}}")] {
+            for pat in [
+                format!("crate::{m}::"),
+                format!("crate::{m};"),
+                format!("crate::{m}}}"),
+            ] {
                 assert!(
                     !src.contains(&pat),
                     "{} uses {pat}: the model must not share the router's logic",

@@ -130,3 +130,16 @@ fn conform_builtin_passes() {
         .trim_end()
         .ends_with(&format!("{} passed, 0 failed", report.passed())));
 }
+
+/// S-1: rule ids are unique (a rule is never defined twice).
+#[test]
+fn s_1_rule_ids_are_unique() {
+    let mut seen = std::collections::BTreeSet::new();
+    for l in include_str!("../spec/SPEC.md").lines() {
+        if let Some((id, _)) = l.strip_prefix("**").and_then(|l| l.split_once("**")) {
+            if id.contains('-') && id.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {
+                assert!(seen.insert(id.to_owned()), "{id} is defined twice");
+            }
+        }
+    }
+}

@@ -123,9 +123,8 @@ pub fn run_protocol(
     }
     let mut coverage = None;
     if traces.cases > 0 {
-        let (o, c) = runner::run_traces_covered(program, args, traces, timeout, |id| {
-            selection.wants(id)
-        })?;
+        let (o, c) =
+            runner::run_traces_covered(program, args, traces, timeout, |id| selection.wants(id))?;
         outcomes.extend(o);
         if c.traces > 0 {
             for (rule, n) in c.below(traces.min_coverage) {

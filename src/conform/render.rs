@@ -167,7 +167,11 @@ pub fn timeline_svg(trace: &Trace, result: &TraceResult) -> String {
             let got = lane_of(trace, &d.destination);
             let home = d.process.as_deref().and_then(|p| home_of(trace, p));
             let wrong = d.process.is_some() && home != got;
-            let label = format!("→ {} {}", d.process.as_deref().unwrap_or("notice"), d.kind.as_str());
+            let label = format!(
+                "→ {} {}",
+                d.process.as_deref().unwrap_or("notice"),
+                d.kind.as_str()
+            );
             rows.push((step, got, label, if wrong { "#c00" } else { "#070" }));
         }
     }

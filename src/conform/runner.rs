@@ -432,6 +432,39 @@ fn trace_reply(seq: u64, reply: Value) -> Result<super::trace::TraceResult, NoRe
     serde_json::from_value(result).map_err(|e| Errored(format!("bad trace result: {e}")))
 }
 
+/// Writes a failing trace (shrunk or as found) with its headline violation
+/// under `--save DIR`; returns the path written.
+fn save(
+    cfg: &TraceRun,
+    n: usize,
+    id: &str,
+    started: &Started,
+    v: &super::trace::Violation,
+    trace: &super::trace::Trace,
+    shrunk: bool,
+) -> Option<std::path::PathBuf> {
+    let dir = cfg.save_dir.as_ref()?;
+    let doc = json!({
+        "suite_version": crate::SUITE_VERSION,
+        "id": id,
+        "rules": [v.rule],
+        "implementation": started.implementation,
+        "violation": v.detail,
+        "shrunk": shrunk,
+        "trace": trace,
+    });
+    let path = dir.join(format!("gen-{}-{n}.json", cfg.seed));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| {
+            std::fs::write(
+                &path,
+                serde_json::to_string_pretty(&doc).unwrap_or_default(),
+            )
+        })
+        .ok()
+        .map(|()| path)
+}
+
 /// Generated traces through a harness, judged against the model; every
 /// failing trace is shrunk by re-running candidates through the harness.
 pub fn run_traces(
@@ -522,12 +555,14 @@ pub fn run_traces_covered(
             continue;
         };
         if cfg.known.iter().any(|p| super::select::glob(p, &id)) {
+            save(cfg, n, &id, &started, &first, &trace, false);
             let detail = format!("{} (known failure: not shrunk)", first.detail);
             out.push(Outcome::check(id, &[first.rule.as_str()], Some(detail)));
             continue;
         }
         let count = shrunk.entry(first.rule.clone()).or_insert(0usize);
         if *count >= cfg.max_shrunk {
+            save(cfg, n, &id, &started, &first, &trace, false);
             let detail = format!(
                 "{} (not shrunk: {count} failures of {} were; replay with --only {id})",
                 first.detail, first.rule
@@ -563,28 +598,8 @@ pub fn run_traces_covered(
                 detail.push_str(&format!("; timeline {}", svg.display()));
             }
         }
-        if let Some(dir) = &cfg.save_dir {
-            let name = format!("gen-{}-{n}.json", cfg.seed);
-            let doc = json!({
-                "suite_version": crate::SUITE_VERSION,
-                "id": id,
-                "rules": [first.rule],
-                "implementation": started.implementation,
-                "violation": headline.detail,
-                "trace": small,
-            });
-            let path = dir.join(name);
-            if std::fs::create_dir_all(dir)
-                .and_then(|()| {
-                    std::fs::write(
-                        &path,
-                        serde_json::to_string_pretty(&doc).unwrap_or_default(),
-                    )
-                })
-                .is_ok()
-            {
-                detail.push_str(&format!("; saved {}", path.display()));
-            }
+        if let Some(path) = save(cfg, n, &id, &started, &headline, &small, true) {
+            detail.push_str(&format!("; saved {}", path.display()));
         }
         detail.push('\n');
         detail.push_str(&super::render::timeline_text(&small, &small_result));

@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::delivery::{DeadCause, NoticeKind, NotificationId};
-pub use crate::model::judge::{judge, judge_with, Violation};
-use crate::model::oracle::{Kind, Place};
 use crate::gateway::{Config, FileKind, Gateway, Input, Output};
 use crate::gen::{self, Rng};
+pub use crate::model::judge::{judge, judge_with, Violation};
+use crate::model::oracle::{Kind, Place};
 use crate::origin::{Origin, RawOrigin};
 use crate::registry::{Completion, RunId};
 use crate::router::Destination;
@@ -647,7 +647,11 @@ impl Gen {
             _ => {}
         }
         if hit {
-            l.push_str(if self.rng.chance(85) { " MATCH" } else { " ERR" });
+            l.push_str(if self.rng.chance(85) {
+                " MATCH"
+            } else {
+                " ERR"
+            });
         }
         l
     }

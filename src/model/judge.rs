@@ -33,10 +33,34 @@ pub struct Violation {
 
 /// Every rule the trace judge can tag (the coverage table's rows).
 pub const JUDGED: &[&str] = &[
-    "INV-1", "INV-2", "INV-3", "INV-4", "INV-5", "INV-6", "INV-7", "INV-8", "SEC-1",
-    "DELIVER-1", "DELIVER-2", "DELIVER-3", "DELIVER-4", "DELIVER-5", "DELIVER-6", "DELIVER-8",
-    "PROC-3", "PROC-4", "PROC-5", "PROC-6", "PROC-7", "PROC-8", "ROUTE-4", "ROUTE-5", "TEXT-1",
-    "TEXT-2", "TEXT-3", "TEXT-4",
+    "INV-1",
+    "INV-2",
+    "INV-3",
+    "INV-4",
+    "INV-5",
+    "INV-6",
+    "INV-7",
+    "INV-8",
+    "SEC-1",
+    "DELIVER-1",
+    "DELIVER-2",
+    "DELIVER-3",
+    "DELIVER-4",
+    "DELIVER-5",
+    "DELIVER-6",
+    "DELIVER-8",
+    "PROC-3",
+    "PROC-4",
+    "PROC-5",
+    "PROC-6",
+    "PROC-7",
+    "PROC-8",
+    "ROUTE-4",
+    "ROUTE-5",
+    "TEXT-1",
+    "TEXT-2",
+    "TEXT-3",
+    "TEXT-4",
 ];
 
 /// Judges `result` for `trace`.
@@ -51,7 +75,11 @@ pub fn exercised(trace: &Trace) -> BTreeSet<&'static str> {
 
 /// [`judge`] for a crash-point run: the gateway crashed and recovered after
 /// each step in `crashes`; what those steps emitted may be missing.
-pub fn judge_with(trace: &Trace, result: &TraceResult, crashes: &BTreeSet<usize>) -> Vec<Violation> {
+pub fn judge_with(
+    trace: &Trace,
+    result: &TraceResult,
+    crashes: &BTreeSet<usize>,
+) -> Vec<Violation> {
     let pred = oracle::predict(trace, crashes);
     let mut j = Judge {
         trace,
@@ -191,10 +219,7 @@ impl<'a> Judge<'a> {
                     None => shutdown_text = Some(&o.text),
                     Some(t) if t != o.text => self.out.push(Violation {
                         rule: "TEXT-3".into(),
-                        detail: format!(
-                            "shutdown notices differ: {:?} and {:?}",
-                            t, o.text
-                        ),
+                        detail: format!("shutdown notices differ: {:?} and {:?}", t, o.text),
                     }),
                     Some(_) => {}
                 }
@@ -223,7 +248,11 @@ impl<'a> Judge<'a> {
             if homes.is_empty() {
                 self.out.push(Violation {
                     rule: "INV-1".into(),
-                    detail: format!("{}: no run of {p:?} was spawned by step {}", Self::what(o), o.step),
+                    detail: format!(
+                        "{}: no run of {p:?} was spawned by step {}",
+                        Self::what(o),
+                        o.step
+                    ),
                 });
                 misrouted[i] = true;
             } else if !homes.contains(&&o.destination) {
@@ -276,14 +305,22 @@ impl<'a> Judge<'a> {
                     continue; // it names an operation that emitted nothing unpaired
                 }
                 let run_step = ob.run.map(|r| pred.runs[r].spawn_step);
-                let e = pred.items.iter().find(|e| {
+                let fits = |e: &&Expected| {
                     !taken[e.index]
                         && e.kind == ob.o.kind
                         && e.process == ob.o.process
                         && e.place == ob.o.destination
                         && (run_step.is_none() || e.run == run_step)
+                        && (ob.dead || e.emitted <= ob.o.step)
                         && (!same_fate || matches!(e.fate, Fate::DeadLettered { .. }) == ob.dead)
-                });
+                };
+                // What must exist before what may be missing (crash runs).
+                let e = pred
+                    .items
+                    .iter()
+                    .filter(fits)
+                    .find(|e| !e.optional)
+                    .or_else(|| pred.items.iter().find(fits));
                 if let Some(e) = e {
                     taken[e.index] = true;
                     ob.paired = Some(e.index);
@@ -306,7 +343,7 @@ impl<'a> Judge<'a> {
             .chain(self.crashes.iter().copied())
             .collect();
         for e in &pred.items {
-            if taken[e.index] || self.crashes.contains(&e.emitted) {
+            if taken[e.index] || e.optional {
                 continue;
             }
             let resolved = match e.fate {
@@ -316,17 +353,32 @@ impl<'a> Judge<'a> {
             let across = restarts.iter().any(|r| e.emitted < *r && *r <= resolved);
             let (rule, why) = match (&e.fate, e.kind) {
                 (Fate::Pending, _) => continue,
-                (_, _) if across => ("DELIVER-6", "was queued across a restart and never delivered nor dead-lettered"),
-                (Fate::DeadLettered { .. }, _) => ("INV-4", "must be dead-lettered after 6 failed attempts"),
-                (_, Kind::WatchMatch) => (e.edge.unwrap_or("INV-4"), "was never delivered nor dead-lettered"),
-                (_, Kind::WatchDisabled) => ("PROC-5", "(3rd strike) was never delivered nor dead-lettered"),
-                (_, Kind::Completion) if e.promise == Some(Promise::Promoted) => {
-                    ("PROC-5", "(owed because watching was disabled) was never delivered nor dead-lettered")
+                (_, _) if across => (
+                    "DELIVER-6",
+                    "was queued across a restart and never delivered nor dead-lettered",
+                ),
+                (Fate::DeadLettered { .. }, _) => {
+                    ("INV-4", "must be dead-lettered after 6 failed attempts")
                 }
+                (_, Kind::WatchMatch) => (
+                    e.edge.unwrap_or("INV-4"),
+                    "was never delivered nor dead-lettered",
+                ),
+                (_, Kind::WatchDisabled) => (
+                    "PROC-5",
+                    "(3rd strike) was never delivered nor dead-lettered",
+                ),
+                (_, Kind::Completion) if e.promise == Some(Promise::Promoted) => (
+                    "PROC-5",
+                    "(owed because watching was disabled) was never delivered nor dead-lettered",
+                ),
                 (_, Kind::Completion)
                     if matches!(self.trace.ops.get(e.emitted), Some(TraceOp::Restart { .. })) =>
                 {
-                    ("PROC-8", "(lost in a restart) was never delivered nor dead-lettered")
+                    (
+                        "PROC-8",
+                        "(lost in a restart) was never delivered nor dead-lettered",
+                    )
                 }
                 // Lost after the adapter failed it: a delivery loss; never
                 // sent at all: the completion was never produced.
@@ -338,7 +390,9 @@ impl<'a> Judge<'a> {
             };
             let fate = match e.fate {
                 Fate::Delivered { step } => format!("; the model delivers it at step {step}"),
-                Fate::DeadLettered { step } => format!("; the model dead-letters it at step {step}"),
+                Fate::DeadLettered { step } => {
+                    format!("; the model dead-letters it at step {step}")
+                }
                 Fate::Pending => String::new(),
             };
             self.bad(
@@ -372,9 +426,7 @@ impl<'a> Judge<'a> {
             // A copy on the other side of a restart: the delivered log did
             // not survive it (DELIVER-3).
             let resent = twins.iter().any(|x| {
-                !x.dead
-                    && !ob.dead
-                    && restarts.iter().any(|r| x.o.step < *r && *r <= o.step)
+                !x.dead && !ob.dead && restarts.iter().any(|r| x.o.step < *r && *r <= o.step)
             });
             let rule = if o.kind == Kind::Shutdown {
                 "DELIVER-8"
@@ -405,7 +457,9 @@ impl<'a> Judge<'a> {
             };
             let why = match (rule, o.kind) {
                 ("INV-3", _) => "a second copy",
-                ("DELIVER-3", _) => "a second copy, after a restart: the delivered log must survive it",
+                ("DELIVER-3", _) => {
+                    "a second copy, after a restart: the delivered log must survive it"
+                }
                 ("INV-7", _) => "no completion was promised (notify off, watching never disabled)",
                 ("PROC-4", _) => "its match fell inside its process's 15 s cooldown",
                 ("PROC-6", _) => "its match fell while the global breaker was open",
@@ -421,7 +475,11 @@ impl<'a> Judge<'a> {
                 format!(
                     "{} {} at step {}: {why}",
                     Self::what(o),
-                    if ob.dead { "dead-lettered" } else { "delivered" },
+                    if ob.dead {
+                        "dead-lettered"
+                    } else {
+                        "delivered"
+                    },
                     o.step
                 ),
             );
@@ -432,14 +490,15 @@ impl<'a> Judge<'a> {
             let Some(e) = ob.paired.map(|e| &pred.items[e]) else {
                 continue;
             };
-            let Some(order) = e.order else { continue };
+            let Some(order) = e.order.filter(|_| !e.loose && !e.optional) else {
+                continue;
+            };
             if let Some((prev, pe)) = last.get(&e.place) {
-                if order < *prev {
-                    let rule = if pe.run.is_some() && pe.run == e.run {
-                        "INV-5"
-                    } else {
-                        "DELIVER-5"
-                    };
+                let same_run = pe.run.is_some() && pe.run == e.run;
+                // After a crash (crash-point runs) only a run's own order is
+                // certain: the crash may have taken an attempt's record.
+                if order < *prev && (same_run || self.crashes.is_empty()) {
+                    let rule = if same_run { "INV-5" } else { "DELIVER-5" };
                     self.bad(
                         rule,
                         format!(
@@ -457,7 +516,7 @@ impl<'a> Judge<'a> {
                     );
                 }
             }
-            if last.get(&e.place).is_none_or(|(p, _)| order > *p) {
+            if !last.get(&e.place).is_some_and(|(p, _)| order <= *p) {
                 last.insert(&e.place, (order, e));
             }
         }
@@ -466,7 +525,14 @@ impl<'a> Judge<'a> {
     fn check_pair(&mut self, ob: &Obs<'_>, e: &Expected) {
         let o = ob.o;
         let what = Self::what(o);
-        match (&e.fate, ob.dead) {
+        let fate = if e.loose {
+            Fate::Pending
+        } else {
+            e.fate.clone()
+        };
+        match (&fate, ob.dead) {
+            // Queued across a crash (crash-point runs): any step, any fate.
+            _ if e.loose => {}
             (Fate::Delivered { .. }, true) | (Fate::Pending, true) => {
                 let rule = match o.cause {
                     Some(Cause::NoRoute) => "ROUTE-4",
@@ -509,14 +575,29 @@ impl<'a> Judge<'a> {
             .copied()
             .filter(|w| self.pred.tokens.contains_key(*w))
             .collect();
-        let rule = if e.kind == Kind::WatchMatch { "PROC-3" } else { "PROC-7" };
-        if let Some(miss) = e.must_show.iter().find(|t| !shown.contains(t.as_str())) {
+        let rule = if e.kind == Kind::WatchMatch {
+            "PROC-3"
+        } else {
+            "PROC-7"
+        };
+        // Emitted in a step the gateway crashed in: what it printed since
+        // the last checkpoint may be gone with the crash.
+        let must = if e.optional {
+            None
+        } else {
+            e.must_show.iter().find(|t| !shown.contains(t.as_str()))
+        };
+        if let Some(miss) = must {
             self.bad(
                 rule,
                 format!(
                     "{what} (emitted at step {}) does not show {miss:?}, which its {} must quote",
                     e.emitted,
-                    if e.kind == Kind::WatchMatch { "excerpt" } else { "output tail" }
+                    if e.kind == Kind::WatchMatch {
+                        "excerpt"
+                    } else {
+                        "output tail"
+                    }
                 ),
             );
         }
@@ -536,13 +617,19 @@ impl<'a> Judge<'a> {
         }
         if let Some(p) = &e.pattern {
             if !o.text.contains(p.as_str()) {
-                self.bad("TEXT-1", format!("{what}: the text does not name the pattern {p:?}"));
+                self.bad(
+                    "TEXT-1",
+                    format!("{what}: the text does not name the pattern {p:?}"),
+                );
             }
         }
-        if e.suppressed > 0 && !has_number(&o.text, e.suppressed) {
+        if e.suppressed > 0 && !e.optional && !has_number(&o.text, e.suppressed) {
             self.bad(
                 "TEXT-4",
-                format!("{what}: {} suppressed match(es) are not reported in the text", e.suppressed),
+                format!(
+                    "{what}: {} suppressed match(es) are not reported in the text",
+                    e.suppressed
+                ),
             );
         }
     }
@@ -565,17 +652,27 @@ impl<'a> Judge<'a> {
             return;
         }
         if o.step < e.emitted {
-            let rule = if e.kind == Kind::WatchMatch { "PROC-4" } else { "PROC-7" };
+            let rule = if e.kind == Kind::WatchMatch {
+                "PROC-4"
+            } else {
+                "PROC-7"
+            };
             self.bad(
                 rule,
-                format!("{what} delivered at step {}, before its event (step {})", o.step, e.emitted),
+                format!(
+                    "{what} delivered at step {}, before its event (step {})",
+                    o.step, e.emitted
+                ),
             );
             return;
         }
         let hold = e.held.iter().find(|(s, _)| *s == o.step).map(|(_, h)| *h);
         let (rule, why) = match hold {
             Some(Hold::Busy) => ("DELIVER-2", "a turn was running in that thread"),
-            Some(Hold::BehindHead) => ("DELIVER-5", "an earlier notification of that thread was still pending"),
+            Some(Hold::BehindHead) => (
+                "DELIVER-5",
+                "an earlier notification of that thread was still pending",
+            ),
             Some(Hold::Backoff) => ("DELIVER-4", "its retry was not due yet (backoff)"),
             Some(Hold::Failed) => ("DELIVER-4", "the adapter was failing"),
             None => ("DELIVER-1", "the model had not sent it yet"),

@@ -64,11 +64,7 @@ pub struct Place {
 
 impl std::fmt::Display for Place {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}/{}/{:?}",
-            self.platform, self.chat_type, self.chat_id
-        )?;
+        write!(f, "{}/{}/{:?}", self.platform, self.chat_type, self.chat_id)?;
         if let Some(t) = &self.thread_id {
             write!(f, "/{t:?}")?;
         }
@@ -121,8 +117,12 @@ pub enum Hold {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fate {
-    Delivered { step: usize },
-    DeadLettered { step: usize },
+    Delivered {
+        step: usize,
+    },
+    DeadLettered {
+        step: usize,
+    },
     /// Still queued when the trace ended (a trace without quiescence).
     Pending,
 }
@@ -158,6 +158,14 @@ pub struct Expected {
     /// Order of delivery within its thread (0, 1, …), for DELIVER-5.
     pub order: Option<usize>,
     pub attempts: u32,
+    /// A crash-point run may lack it: emitted during the step the gateway
+    /// crashed in, or a shutdown notice for a thread whose only lane was
+    /// made during such a step (the store write may not have happened).
+    pub optional: bool,
+    /// A crash-point run may deliver it at another step or with another
+    /// fate: it was queued across a crash, and the crash may have taken
+    /// the record of an attempt with it (DELIVER-6 resends it).
+    pub loose: bool,
 }
 
 /// What became of one output operation.
@@ -244,7 +252,11 @@ pub struct Prediction {
 
 impl Prediction {
     /// The runs of `process` spawned at or before `step`.
-    pub fn runs_of<'a>(&'a self, process: &'a str, step: usize) -> impl Iterator<Item = &'a RunInfo> {
+    pub fn runs_of<'a>(
+        &'a self,
+        process: &'a str,
+        step: usize,
+    ) -> impl Iterator<Item = &'a RunInfo> {
         self.runs
             .iter()
             .filter(move |r| r.process == process && r.spawn_step <= step)
@@ -274,6 +286,9 @@ struct World {
     breaker: Breaker,
     queues: BTreeMap<Place, VecDeque<Pend>>,
     delivered_per_place: BTreeMap<Place, usize>,
+    /// Crash-point runs: places whose lane may not exist (made only during
+    /// steps the gateway crashed in).
+    unsure: BTreeSet<Place>,
 }
 
 /// Words of a text that look like output tokens (`tok<digits>of<rest>`).
@@ -357,11 +372,14 @@ pub fn predict(trace: &Trace, crashes: &BTreeSet<usize>) -> Prediction {
         breaker: Breaker::default(),
         queues: BTreeMap::new(),
         delivered_per_place: BTreeMap::new(),
+        unsure: BTreeSet::new(),
     };
     let mut foreground: Option<Place> = None;
     let mut token_count: BTreeMap<String, usize> = BTreeMap::new();
     for (step, op) in trace.ops.iter().enumerate() {
         let place = |t: &usize| places.get(*t).cloned();
+        let laned_before = w.p.laned.clone();
+        let items_before = w.p.items.len();
         match op {
             TraceOp::Message { thread } | TraceOp::Reset { thread } => {
                 if let Some(pl) = place(thread) {
@@ -444,12 +462,42 @@ pub fn predict(trace: &Trace, crashes: &BTreeSet<usize>) -> Prediction {
                 w.p.exercised.insert("DELIVER-8");
                 w.p.exercised.insert("TEXT-3");
                 for pl in w.p.laned.clone() {
-                    w.push(step, Kind::Shutdown, None, None, 0, pl, Expected::blank());
+                    let optional = w.unsure.contains(&pl);
+                    w.push(
+                        step,
+                        Kind::Shutdown,
+                        None,
+                        None,
+                        0,
+                        pl,
+                        Expected {
+                            optional,
+                            ..Expected::blank()
+                        },
+                    );
                 }
             }
         }
         if crashes.contains(&step) {
+            for pl in w.p.laned.difference(&laned_before) {
+                w.unsure.insert(pl.clone());
+            }
+            for e in &mut w.p.items[items_before..] {
+                e.optional = true;
+            }
+            for q in w.queues.values() {
+                for pend in q {
+                    w.p.items[pend.item].loose = true;
+                }
+            }
             w.restart(step, true);
+        } else {
+            // A lane made again outside a crash is certain.
+            if let Some(t) = op_thread(op) {
+                if let Some(pl) = places.get(t) {
+                    w.unsure.remove(pl);
+                }
+            }
         }
         w.flush(step);
         w.p.busy.push(w.busy.clone());
@@ -492,6 +540,8 @@ impl Expected {
             held: Vec::new(),
             order: None,
             attempts: 0,
+            optional: false,
+            loose: false,
         }
     }
 }
@@ -509,6 +559,11 @@ impl World {
         rest: Expected,
     ) -> usize {
         let index = self.p.items.len();
+        // Behind one whose timing a crash made uncertain: so is this one's.
+        let loose = self
+            .queues
+            .get(&place)
+            .is_some_and(|q| q.iter().any(|p| self.p.items[p.item].loose));
         self.p.items.push(Expected {
             index,
             kind,
@@ -517,6 +572,7 @@ impl World {
             seq,
             place: place.clone(),
             emitted: step,
+            loose: loose || rest.loose,
             ..rest
         });
         self.queues.entry(place).or_default().push_back(Pend {
@@ -781,14 +837,23 @@ impl World {
         let mut ex: Vec<&'static str> = Vec::new();
         let process_items = items.iter().filter(|e| e.process.is_some()).count();
         if process_items > 0 {
-            ex.extend(["INV-1", "INV-4", "ROUTE-4", "ROUTE-5", "TEXT-1", "DELIVER-3", "INV-3"]);
+            ex.extend([
+                "INV-1",
+                "INV-4",
+                "ROUTE-4",
+                "ROUTE-5",
+                "TEXT-1",
+                "DELIVER-3",
+                "INV-3",
+            ]);
         }
         let homes: BTreeSet<&Place> = p.runs.iter().map(|r| &r.home).collect();
         let printed: BTreeSet<usize> = p.tokens.values().map(|(r, _)| *r).collect();
         if homes.len() > 1 && printed.len() > 1 {
             ex.extend(["INV-2", "SEC-1"]);
         }
-        if p.laned.len() > 1 && items.iter().any(|e| e.kind == Kind::Shutdown)
+        if p.laned.len() > 1
+            && items.iter().any(|e| e.kind == Kind::Shutdown)
             && !p.tokens.is_empty()
         {
             ex.push("SEC-1");
@@ -858,6 +923,17 @@ impl World {
             ex.push("TEXT-2");
         }
         p.exercised.extend(ex);
+    }
+}
+
+/// The thread an operation makes a lane for, if any.
+fn op_thread(op: &TraceOp) -> Option<usize> {
+    match op {
+        TraceOp::Message { thread }
+        | TraceOp::TurnStart { thread }
+        | TraceOp::Reset { thread }
+        | TraceOp::Spawn { thread, .. } => Some(*thread),
+        _ => None,
     }
 }
 
