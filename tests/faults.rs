@@ -148,7 +148,7 @@ fn faults_are_found_and_shrunk_over_the_protocol() {
             max_steps: 32,
             save_dir: Some(dir.clone()),
             max_shrink_runs: 300,
-            max_shrunk: usize::MAX,
+            max_shrunk: 1,
             svg: None,
             validate: true,
             known: Vec::new(),
@@ -163,8 +163,9 @@ fn faults_are_found_and_shrunk_over_the_protocol() {
         assert!(!failed.is_empty(), "{fault} not found over the protocol");
         let d = failed[0].detail.as_deref().unwrap_or("");
         let steps: usize = d
-            .split("shrunk to ")
+            .split("shrunk from ")
             .nth(1)
+            .and_then(|r| r.split(" to ").nth(1))
             .and_then(|r| r.split(' ').next())
             .and_then(|n| n.parse().ok())
             .expect("shrunk length reported");
