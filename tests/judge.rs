@@ -324,6 +324,7 @@ proptest! {
     #[test]
     fn generated_traces_are_judged_clean(seed in any::<u64>(), steps in 1usize..48) {
         let t = generate(seed, steps);
+        prop_assert!(procroute::conform::trace::well_formed(&t));
         let r = execute(&t).map_err(TestCaseError::fail)?;
         let v = judge(&t, &r);
         prop_assert!(v.is_empty(), "{:?}", v);

@@ -895,6 +895,26 @@ pub fn generate(seed: u64, max_steps: usize) -> Trace {
     Trace { threads, ops }
 }
 
+/// P-8: a trace never spawns a process id whose latest run is running.
+pub fn well_formed(trace: &Trace) -> bool {
+    let mut running = BTreeSet::new();
+    for op in &trace.ops {
+        match op {
+            TraceOp::Spawn { process, .. } => {
+                if !running.insert(process.as_str()) {
+                    return false;
+                }
+            }
+            TraceOp::Exit { process, .. } | TraceOp::Kill { process } => {
+                running.remove(process.as_str());
+            }
+            TraceOp::Restart { survive: false } => running.clear(),
+            _ => {}
+        }
+    }
+    true
+}
+
 /// Greedy minimisation: drop one operation at a time (a spawn together with
 /// everything that mentions its process), keep the drop while `still_fails`
 /// says the trace still breaks `rule`. Bounded by `max_attempts` runs.
@@ -923,6 +943,9 @@ pub fn shrink(
                     | TraceOp::Kill { process: p } => p != process,
                     _ => true,
                 });
+            }
+            if !well_formed(&cand) {
+                continue; // e.g. dropping an exit would respawn a running id
             }
             attempts += 1;
             if still_fails(&cand) {

@@ -7,9 +7,9 @@ FINDINGS.md, mechanically, and writes the known-failures list.
 
 A failure that fits no finding is printed to stderr and the script exits 1:
 then FINDINGS.md needs a new entry (or the harness a fix), never a silent
-addition to the list. Trace failures are classified from their *shrunk*
-counterexample (saved by the runner), so a finding's rule is a statement
-about a minimal trace.
+addition to the list. Trace failures are classified from the headline
+violation the one judge reports (rule, process, kind) and the saved trace
+(shrunk where the runner shrank it: the first failures of each rule).
 """
 import json
 import os
@@ -44,30 +44,60 @@ def strip_unstable(s):
     return s is not None and s.strip() != s
 
 
+def spawns_of(ops, proc):
+    return [op["spawn"] for op in ops if isinstance(op, dict) and "spawn" in op
+            and op["spawn"]["process"] == proc]
+
+
 def classify_trace(doc):
+    """The finding a failing trace belongs to, from its headline violation
+    (rule, process, kind) and the trace itself; None if no finding fits."""
     rule = doc["rules"][0]
     trace = doc["trace"]
     violation = doc["violation"]
-    m = re.search(r"\b(p\d+)\b", violation)
-    proc = m.group(1) if m else None
+    m = re.match(r"(p\d+|\(no process\)) (\w+) to ", violation)
+    proc = m.group(1) if m and m.group(1).startswith("p") else None
+    kind = m.group(2) if m else None
     ops = trace["ops"]
-    home = None
-    for op in ops:
-        if isinstance(op, dict) and "spawn" in op and op["spawn"]["process"] == proc:
-            home = trace["threads"][op["spawn"]["thread"]]
-    if rule == "INV-1" and home is not None:
-        if strip_unstable(home["chat_id"]) or strip_unstable(home.get("thread_id")):
+    at = re.search(r"emitted at step (\d+)", violation)
+    upto = ops[: int(at.group(1))] if at else ops
+    # The runs of the process spawned by then; the emitting one is the last.
+    spawns = spawns_of(upto, proc) if proc else []
+    threads = trace["threads"]
+    if rule in ("INV-1", "INV-6") and spawns:
+        homes = [threads[s["thread"]] for s in spawns]
+        if any(strip_unstable(h["chat_id"]) or strip_unstable(h.get("thread_id")) for h in homes):
             return "H-STRIP"
-    if rule == "INV-4":
-        # The violation names a process of the original trace; the shrunk
-        # trace may keep another one that fails the same rule. Every
-        # notify-on-exit process left must point to the same finding.
-        spawned = [op["spawn"] for op in ops if isinstance(op, dict) and "spawn" in op]
-        names = {s["process"] for s in spawned}
-        candidates = [proc] if proc in names else sorted({s["process"] for s in spawned if s["notify"]})
-        found = {restart_fate(ops, p) for p in candidates}
-        if len(found) == 1:
-            return found.pop()
+        # A thread and a user of one chat with the same id: one hermes key.
+        for h in homes:
+            for t in threads:
+                same_chat = (t["platform"], t["chat_id"]) == (h["platform"], h["chat_id"])
+                if same_chat and (t.get("thread_id") is None) != (h.get("thread_id") is None):
+                    return "H-THREAD-USER"
+        return None
+    if rule == "INV-4" and kind == "watch_match":
+        if spawns and spawns[-1]["notify"] and spawns[-1]["watch"]:
+            return "H-WATCH-DROPPED"
+        return "H-WATCH-LOST"
+    if rule == "PROC-5":
+        return "H-PROMOTED"
+    if rule in ("DELIVER-1", "INV-8"):
+        return "H-LATE"
+    if rule == "DELIVER-2":
+        return "H-BUSY"
+    if rule == "DELIVER-8":
+        return "H-SHUTDOWN"
+    if rule == "TEXT-2":
+        return "H-RAW-TEXT"
+    if rule == "DELIVER-4" or "must be dead-lettered" in violation:
+        return "H-RETRY"
+    if rule in ("INV-4", "PROC-7", "PROC-8", "DELIVER-6") and proc:
+        fate = restart_fate(ops, proc)
+        if fate:
+            return fate
+        return None
+    if rule == "DELIVER-6" and proc is None:
+        return "H-INFLIGHT"
     return None
 
 
