@@ -900,11 +900,7 @@ pub fn well_formed(trace: &Trace) -> bool {
     let mut running = BTreeSet::new();
     for op in &trace.ops {
         match op {
-            TraceOp::Spawn { process, .. } => {
-                if !running.insert(process.as_str()) {
-                    return false;
-                }
-            }
+            TraceOp::Spawn { process, .. } if !running.insert(process.as_str()) => return false,
             TraceOp::Exit { process, .. } | TraceOp::Kill { process } => {
                 running.remove(process.as_str());
             }
