@@ -1308,3 +1308,105 @@ proptest::proptest! {
         }
     }
 }
+
+/// PROC-8 write order, as SPEC now states it (the code's order, proven by
+/// the crash points): every event — a watch match as well as a completion —
+/// reaches the delivery log before the checkpoint records its effect.
+#[test]
+fn proc_8_every_event_reaches_the_delivery_log_before_the_checkpoint() {
+    let a = topic("42", "alice");
+    let mut g = Gateway::new(Config::default());
+    let run = run_of(&g.handle(0, spawn(a, "p1".into(), vec!["MATCH".into()])));
+    let files = |out: &[Output]| -> Vec<FileKind> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::Persist { file, .. } => Some(*file),
+                _ => None,
+            })
+            .collect()
+    };
+    let watch = g.handle(
+        1,
+        Input::Output {
+            run,
+            chunk: "MATCH\n".into(),
+        },
+    );
+    assert_eq!(
+        files(&watch)[..2],
+        [FileKind::Delivery, FileKind::Checkpoint],
+        "{watch:?}"
+    );
+    let done = g.handle(
+        2,
+        Input::Finished {
+            run,
+            completion: Completion::Exited { code: 0 },
+        },
+    );
+    assert_eq!(
+        files(&done)[..2],
+        [FileKind::Delivery, FileKind::Checkpoint],
+        "{done:?}"
+    );
+}
+
+/// SEC-2 as SPEC now states it: a recovered delivery log is held to the
+/// store's lanes, not to the checkpoint's run ids — a queued notification
+/// about a run that a stale (or missing) checkpoint never issued is kept
+/// and sent to its lane's thread, and new runs are numbered above it
+/// (PROC-8); one addressed to a thread without a lane is refused.
+#[test]
+fn sec_2_a_log_ahead_of_the_checkpoint_is_kept_and_held_to_lanes() {
+    let a = topic("42", "alice");
+    let mut g = Gateway::new(Config::default());
+    let stale_checkpoint = g.registry().encode();
+    let run = run_of(&g.handle(0, spawn(a.clone(), "p1".into(), vec![])));
+    // The completion is queued (the adapter fails), not delivered.
+    let out = g.handle(
+        1,
+        Input::Finished {
+            run,
+            completion: Completion::Exited { code: 3 },
+        },
+    );
+    let id = sends(&out)[0].id;
+    g.handle(
+        1,
+        Input::Sent {
+            id,
+            error: Some("down".into()),
+        },
+    );
+    assert_eq!(g.delivery().queued(), 1);
+    for checkpoint in [Some(stale_checkpoint.as_slice()), None] {
+        let (mut g2, out) = Gateway::recover(
+            Config::default(),
+            Some(&g.store().encode()),
+            checkpoint,
+            Some(&g.delivery().encode()),
+            5_000,
+            |_, _| true,
+        )
+        .expect("a log ahead of the checkpoint is not corrupt");
+        let resent = sends(&out);
+        assert_eq!(resent.len(), 1, "{out:?}");
+        assert_eq!(resent[0].id, id);
+        assert_eq!(resent[0].destination, Destination::of(&a));
+        let next = run_of(&g2.handle(5_001, spawn(a.clone(), "p2".into(), vec![])));
+        assert!(next.0 > run.0, "run {} reissued", next.0);
+    }
+    // The same log with a store that has no lane for that thread: refused.
+    let err = Gateway::recover(
+        Config::default(),
+        None,
+        Some(&stale_checkpoint),
+        Some(&g.delivery().encode()),
+        5_000,
+        |_, _| true,
+    );
+    assert!(
+        matches!(err, Err((FileKind::Delivery, FileProblem::Corrupt { .. }))),
+        "{err:?}"
+    );
+}
