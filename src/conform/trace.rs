@@ -673,9 +673,16 @@ impl Gen {
         self.ops.push(TraceOp::Output { process, text });
     }
 
-    fn end(&mut self, process: &str) {
+    /// The process is no longer running (its id may be spawned again).
+    fn ended(&mut self, process: &str) {
         self.running.retain(|p| p != process);
-        self.exited.push(process.to_owned());
+        if !self.exited.iter().any(|p| p == process) {
+            self.exited.push(process.to_owned());
+        }
+    }
+
+    fn end(&mut self, process: &str) {
+        self.ended(process);
         let op = if self.rng.chance(60) {
             TraceOp::Exit {
                 process: process.to_owned(),
@@ -737,8 +744,9 @@ impl Gen {
             13 => {
                 let survive = self.rng.chance(50);
                 if !survive {
-                    let gone = std::mem::take(&mut self.running);
-                    self.exited.extend(gone);
+                    for p in std::mem::take(&mut self.running) {
+                        self.ended(&p);
+                    }
                 }
                 self.ops.push(TraceOp::Restart { survive });
             }
@@ -845,8 +853,9 @@ impl Gen {
                 let w = self.rng.chance(50);
                 let p = self.spawn(w, true);
                 self.output(p, 0, 1);
-                let gone = std::mem::take(&mut self.running);
-                self.exited.extend(gone);
+                for p in std::mem::take(&mut self.running) {
+                    self.ended(&p);
+                }
                 self.ops.push(TraceOp::Restart { survive: false });
             }
             // A shutdown, with notices for every thread with a lane

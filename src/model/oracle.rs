@@ -50,6 +50,8 @@ pub mod spec {
     pub const PROCESS_ID_BYTES: usize = 128;
     pub const PATTERNS: usize = 32;
     pub const PATTERN_BYTES: usize = 256;
+    /// DELIVER-7 (unreachable by generated traces; stated for completeness).
+    pub const QUEUE_MAX: usize = 1_000_000;
 }
 
 /// A thread as the protocol names a destination: four plain strings.
@@ -575,6 +577,12 @@ impl World {
             loose: loose || rest.loose,
             ..rest
         });
+        // DELIVER-7: a full queue dead-letters at once (back-pressure).
+        let queued: usize = self.queues.values().map(VecDeque::len).sum();
+        if queued >= spec::QUEUE_MAX {
+            self.p.items[index].fate = Fate::DeadLettered { step };
+            return index;
+        }
         self.queues.entry(place).or_default().push_back(Pend {
             item: index,
             not_before: self.now,
