@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 
-use procroute::delivery::NotificationId;
+use procroute::delivery::{NoticeKind, NotificationId};
 use procroute::gateway::{Config, FileKind, Gateway, Input, Output};
 use procroute::model::{Model, Thread};
 use procroute::registry::{Completion, RunId};
@@ -155,6 +155,8 @@ pub struct Sim {
     model: Model,
     spawned: Vec<(u64, String)>,
     pub delivered: Vec<(NotificationId, Destination, String)>,
+    /// The typed kind of every notification sent.
+    kinds: BTreeMap<NotificationId, NoticeKind>,
     /// `delivered.len()` after each step: which step sent what.
     pub marks: Vec<usize>,
     tokens: u64,
@@ -178,6 +180,7 @@ impl Sim {
             model: Model::new(),
             spawned: Vec::new(),
             delivered: Vec::new(),
+            kinds: BTreeMap::new(),
             marks: Vec::new(),
             tokens: 0,
         }
@@ -336,6 +339,7 @@ impl Sim {
                     let error = if self.adapter_up {
                         self.delivered
                             .push((n.id, n.destination.clone(), n.text.clone()));
+                        self.kinds.insert(n.id, n.kind);
                         None
                     } else {
                         Some("adapter down".to_owned())
@@ -412,22 +416,24 @@ impl Sim {
 
     /// INV-4 NO-LOSS and INV-7 MODEL-EQUIVALENCE at quiescence.
     pub fn check_quiescent(&self) -> Result<(), TestCaseError> {
-        let dead: Vec<(NotificationId, String)> = self
-            .g
-            .delivery()
-            .dead_letters()
-            .map(|d| (d.notification.id, d.notification.text.clone()))
+        // What a notification is comes from its typed kind, never its text.
+        let completions: BTreeSet<NotificationId> = self
+            .kinds
+            .iter()
+            .filter(|(_, k)| **k == NoticeKind::Completion)
+            .map(|(id, _)| *id)
+            .chain(
+                self.g
+                    .delivery()
+                    .dead_letters()
+                    .filter(|d| d.notification.kind == NoticeKind::Completion)
+                    .map(|d| d.notification.id),
+            )
             .collect();
-        let completed = |run: u64, pid: &str| {
-            let mark = format!("[Background process {pid} ");
-            let is = |id: &NotificationId, text: &str| {
-                matches!(id, NotificationId::Process { run: r, .. } if r.0 == run)
-                    && text.contains(&mark)
-                    && !text.contains("matched watch pattern")
-                    && !text.contains("watch patterns disabled")
-            };
-            self.delivered.iter().any(|(id, _, t)| is(id, t))
-                || dead.iter().any(|(id, t)| is(id, t))
+        let completed = |run: u64, _pid: &str| {
+            completions
+                .iter()
+                .any(|id| matches!(id, NotificationId::Process { run: r, .. } if r.0 == run))
         };
         for (run, r) in self.model.promised_completions() {
             prop_assert!(
