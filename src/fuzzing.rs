@@ -292,7 +292,7 @@ impl FuzzTrace {
 }
 
 /// `fuzz_targets/trace_vs_model.rs`: the built-in gateway runs the trace
-/// and the reference model judges it (INV-1..5, INV-7); any violation or
+/// and the one judge (`crate::model::judge`) holds it to the oracle; any violation or
 /// execution error panics with the rendered timeline.
 pub fn trace_vs_model(trace: &crate::conform::trace::Trace) {
     if let Err(why) = trace_vs_model_with(trace, crate::gateway::Config::default()) {
