@@ -192,17 +192,22 @@ impl DeliveryEngine {
         self.completions.contains(&run)
     }
 
-    /// The highest run id this log mentions.
-    pub fn max_run(&self) -> Option<u64> {
-        let of = |id: &NotificationId| match id {
-            NotificationId::Process { run, .. } => Some(run.0),
-            NotificationId::Shutdown { .. } => None,
-        };
+    /// Every notification id this log mentions: queued, delivered (within
+    /// the window) or dead-lettered.
+    fn ids(&self) -> impl Iterator<Item = &NotificationId> {
         self.queued_ids
             .iter()
             .chain(&self.delivered)
             .chain(self.dead.iter().map(|d| &d.notification.id))
-            .filter_map(of)
+    }
+
+    /// The highest run id this log mentions.
+    pub fn max_run(&self) -> Option<u64> {
+        self.ids()
+            .filter_map(|id| match id {
+                NotificationId::Process { run, .. } => Some(run.0),
+                NotificationId::Shutdown { .. } => None,
+            })
             .chain(self.completions.iter().map(|r| r.0))
             .max()
     }
@@ -211,15 +216,11 @@ impl DeliveryEngine {
     /// from it numbers its next shutdown above, or the new notices would be
     /// taken for delivered duplicates (DELIVER-3, DELIVER-8).
     pub fn max_shutdown_epoch(&self) -> u64 {
-        let of = |id: &NotificationId| match id {
-            NotificationId::Shutdown { epoch, .. } => Some(*epoch),
-            NotificationId::Process { .. } => None,
-        };
-        self.queued_ids
-            .iter()
-            .chain(&self.delivered)
-            .chain(self.dead.iter().map(|d| &d.notification.id))
-            .filter_map(of)
+        self.ids()
+            .filter_map(|id| match id {
+                NotificationId::Shutdown { epoch, .. } => Some(*epoch),
+                NotificationId::Process { .. } => None,
+            })
             .max()
             .unwrap_or(0)
     }
@@ -381,15 +382,11 @@ impl DeliveryEngine {
     /// The highest sequence number of `run` that is queued, delivered or
     /// dead-lettered (used by recovery, PROC-8).
     pub fn recorded_seq(&self, run: crate::registry::RunId) -> Option<u32> {
-        let of = |id: &NotificationId| match id {
-            NotificationId::Process { run: r, seq } if *r == run => Some(*seq),
-            _ => None,
-        };
-        self.queued_ids
-            .iter()
-            .chain(&self.delivered)
-            .chain(self.dead.iter().map(|d| &d.notification.id))
-            .filter_map(of)
+        self.ids()
+            .filter_map(|id| match id {
+                NotificationId::Process { run: r, seq } if *r == run => Some(*seq),
+                _ => None,
+            })
             .max()
     }
 

@@ -216,6 +216,8 @@ pub struct RunInfo {
     pub ended_at: Option<usize>,
     /// Every token this run printed.
     pub tokens: BTreeSet<String>,
+    /// It printed a character TEXT-2 says must be shown escaped.
+    pub controls: bool,
     disabled: bool,
     next_seq: u32,
     cooldown_until: Option<u64>,
@@ -436,6 +438,7 @@ pub fn predict(trace: &Trace, crashes: &BTreeSet<usize>) -> Prediction {
                     running: true,
                     ended_at: None,
                     tokens: BTreeSet::new(),
+                    controls: false,
                     disabled: false,
                     next_seq: 0,
                     cooldown_until: None,
@@ -628,6 +631,7 @@ impl World {
         let run = &mut self.p.runs[r];
         run.tokens.extend(token_words(text).map(str::to_owned));
         run.fresh.extend(token_words(text).map(str::to_owned));
+        run.controls |= text.chars().any(needs_escape);
         run.tail.push_str(text);
         let n = run.tail.chars().count();
         if n > spec::TAIL_CHARS {
@@ -920,14 +924,16 @@ impl World {
         if fg_elsewhere {
             ex.push("INV-6");
         }
-        // Completions whose output tail has control characters.
-        if items.iter().any(|e| {
-            e.kind == Kind::Completion
-                && e.run.is_some_and(|r| {
-                    trace.ops.iter().any(|op| matches!(op, TraceOp::Output { text, process } if Some(process) == e.process.as_ref() && text.chars().any(needs_escape)))
-                        && r < trace.ops.len()
-                })
-        }) {
+        // Completions of runs whose output has control characters.
+        let completes: BTreeSet<usize> = items
+            .iter()
+            .filter(|e| e.kind == Kind::Completion)
+            .filter_map(|e| e.run)
+            .collect();
+        if p.runs
+            .iter()
+            .any(|r| r.controls && completes.contains(&r.spawn_step))
+        {
             ex.push("TEXT-2");
         }
         p.exercised.extend(ex);
