@@ -1,35 +1,41 @@
-//! Interleaving exploration throughput: steps per second through the real
-//! gateway and the model with every invariant checked (divan).
+//! Interleaving exploration throughput: protocol-trace ops per second
+//! through the built-in gateway, and through the gateway plus the one
+//! judge (oracle prediction and pairing), side by side (divan).
 //! Run: `cargo bench --bench exploration`.
-
-#[path = "../tests/support/sim.rs"]
-mod sim;
 
 use divan::counter::ItemsCount;
 use divan::Bencher;
-use proptest::strategy::{Strategy, ValueTree};
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+use procroute::conform::trace::{execute, generate, Trace};
+use procroute::model::judge::judge;
 
 fn main() {
     divan::main();
 }
 
-fn traces(n: usize) -> Vec<Vec<sim::Op>> {
-    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[3; 32]);
-    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
-    let strat = proptest::collection::vec(sim::op(), 1..64);
-    (0..n)
-        .map(|_| strat.new_tree(&mut runner).expect("tree").current())
-        .collect()
+fn traces(n: u64) -> Vec<Trace> {
+    (0..n).map(|seed| generate(seed, 64)).collect()
 }
 
 #[divan::bench(sample_count = 20)]
-fn interleaving_steps(b: Bencher) {
+fn execute_only(b: Bencher) {
     let ts = traces(200);
-    let steps: usize = ts.iter().map(Vec::len).sum();
-    b.counter(ItemsCount::new(steps)).bench(|| {
+    let ops: usize = ts.iter().map(|t| t.ops.len()).sum();
+    b.counter(ItemsCount::new(ops)).bench(|| {
         for t in &ts {
-            sim::run_trace(procroute::gateway::Config::default(), t).expect("passes");
+            divan::black_box(execute(t).expect("runs"));
+        }
+    });
+}
+
+#[divan::bench(sample_count = 20)]
+fn execute_and_judge(b: Bencher) {
+    let ts = traces(200);
+    let ops: usize = ts.iter().map(|t| t.ops.len()).sum();
+    b.counter(ItemsCount::new(ops)).bench(|| {
+        for t in &ts {
+            let r = execute(t).expect("runs");
+            assert!(judge(t, &r).is_empty());
         }
     });
 }

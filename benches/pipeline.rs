@@ -116,7 +116,7 @@ fn conformance_cases(b: Bencher) {
     b.counter(ItemsCount::new(ts.len())).bench(|| {
         for t in &ts {
             let r = trace::execute(t).expect("runs");
-            assert!(trace::judge(t, &r).is_empty());
+            assert!(procroute::model::judge::judge(t, &r).is_empty());
         }
     });
 }

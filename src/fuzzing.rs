@@ -309,7 +309,7 @@ pub fn trace_vs_model_with(
     use crate::conform::{render, trace};
     let result =
         trace::execute_with(trace, config).map_err(|e| format!("execution failed: {e}"))?;
-    let v = trace::judge(trace, &result);
+    let v = crate::model::judge::judge(trace, &result);
     if v.is_empty() {
         Ok(())
     } else {

@@ -80,6 +80,18 @@ pub enum Input {
     Shutdown,
 }
 
+/// What carrying out one output did (see [`Gateway::carry_out`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Performed (or nothing to do for this output).
+    Done,
+    /// A `Send` was offered to the adapter: `None` accepted, `Some(error)`
+    /// refused.
+    Sent(Option<String>),
+    /// The gateway died while performing it; nothing more happens.
+    Halt,
+}
+
 /// Which durable file an output's bytes belong to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -400,6 +412,40 @@ impl Gateway {
                 None
             }
         }
+    }
+
+    /// Carries out `outputs` the way every driver must, in order: each is
+    /// offered to `act`, which performs it (writes the bytes, sends the
+    /// notification…) and says what happened; a send's answer is fed back
+    /// as [`Input::Sent`] at once and its follow-ups carried out before the
+    /// next output, so a persisted write always precedes what it makes safe.
+    /// [`Effect::Halt`] (the process died, e.g. the disk failed) stops
+    /// everything: nothing after it happens. Returns the outputs carried
+    /// out. `driver::Runtime` and the trace executor both run through here.
+    pub fn carry_out(
+        &mut self,
+        now_ms: u64,
+        outputs: Vec<Output>,
+        mut act: impl FnMut(&Output) -> Effect,
+    ) -> Vec<Output> {
+        let mut done = Vec::new();
+        let mut work: std::collections::VecDeque<Output> = outputs.into();
+        while let Some(o) = work.pop_front() {
+            match act(&o) {
+                Effect::Halt => return done,
+                Effect::Done => {}
+                Effect::Sent(error) => {
+                    if let Output::Send(n) = &o {
+                        let follow = self.handle(now_ms, Input::Sent { id: n.id, error });
+                        for f in follow.into_iter().rev() {
+                            work.push_front(f);
+                        }
+                    }
+                }
+            }
+            done.push(o);
+        }
+        done
     }
 
     /// Applies one input at time `now_ms`.

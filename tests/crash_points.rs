@@ -69,7 +69,7 @@ fn check(t: &Trace, fs: SimFs, point: usize, image: u64) -> Option<String> {
     // The gateway crashed during that step and recovered with its
     // processes alive: the one judge, told where.
     let crashes: std::collections::BTreeSet<usize> = run.crashed_at.into_iter().collect();
-    let v = trace::judge_with(&judged, &run.result, &crashes);
+    let v = procroute::model::judge::judge_with(&judged, &run.result, &crashes);
     (!v.is_empty()).then(|| {
         format!(
             "crash point {point} (step {:?}: {:?}), image {image}: {v:?}\n{}",

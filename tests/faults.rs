@@ -5,19 +5,36 @@
 //! run with a fixed seed; it must fail within a bounded number of cases,
 //! and the shrunk counterexample is reported with its length.
 
-#[path = "support/sim.rs"]
-mod sim;
+#[path = "support/traces.rs"]
+mod traces;
 
+use proptest::strategy::Strategy;
 use proptest::test_runner::{Config as PtConfig, RngAlgorithm, TestError, TestRng, TestRunner};
 use std::cell::Cell;
 
+use procroute::conform::trace::{execute, file, Trace, TraceFile};
 use procroute::fault::Fault;
 use procroute::gateway::Config;
+use procroute::model::judge::{exercised, judge};
 
 /// Cases the suite gets to find each fault.
 const BUDGET: u32 = 2_000;
 
-fn hunt(fault: Fault) -> (u32, usize, String, Vec<sim::Op>) {
+fn strategy() -> impl Strategy<Value = Trace> {
+    traces::ops(1..64).prop_map(|ops| traces::trace(traces::fixed_threads(), ops))
+}
+
+fn with(fault: Fault) -> Config {
+    Config {
+        fault: Some(fault),
+        ..Config::default()
+    }
+}
+
+/// Runs the interleaving property (`support/traces.rs::check`) with
+/// `fault` on; returns the case that first failed, and the shrunk trace
+/// with the reason.
+fn hunt(fault: Fault) -> (u32, String, Trace) {
     let config = PtConfig {
         cases: BUDGET,
         max_shrink_iters: 8_192,
@@ -28,29 +45,26 @@ fn hunt(fault: Fault) -> (u32, usize, String, Vec<sim::Op>) {
     let mut runner = TestRunner::new_with_rng(config, rng);
     let calls = Cell::new(0u32);
     let first_failure = Cell::new(None::<u32>);
-    let strategy = proptest::collection::vec(sim::op(), 1..64);
-    let result = runner.run(&strategy, |ops| {
+    let result = runner.run(&strategy(), |trace| {
         calls.set(calls.get() + 1);
-        let gw = Config {
-            fault: Some(fault),
-            ..Config::default()
-        };
-        let r = sim::run_trace(gw, &ops).map(|_| ());
+        let r = traces::check(&trace, with(fault)).map(|_| ());
         if r.is_err() && first_failure.get().is_none() {
             first_failure.set(Some(calls.get()));
         }
         r
     });
     match result {
-        Err(TestError::Fail(reason, ops)) => (
-            first_failure.get().unwrap_or(0),
-            ops.len(),
-            reason.to_string(),
-            ops,
-        ),
+        Err(TestError::Fail(reason, trace)) => {
+            (first_failure.get().unwrap_or(0), reason.to_string(), trace)
+        }
         Err(e) => panic!("{fault:?}: runner error {e}"),
         Ok(()) => panic!("{fault:?} was NOT caught in {BUDGET} cases"),
     }
+}
+
+/// `fault-foreground-routing` from `ForegroundRouting`.
+fn kebab(fault: Fault) -> String {
+    format!("fault-{}", fault.name().replace('_', "-"))
 }
 
 #[test]
@@ -58,54 +72,52 @@ fn every_historical_fault_is_caught() {
     let mut report = String::new();
     let write = std::env::var_os("PROCROUTE_WRITE_TRACES").is_some();
     for fault in Fault::HISTORICAL {
-        let (cases, len, why, ops) = hunt(fault);
-        let faulty = sim::run_for_timeline(
-            Config {
-                fault: Some(fault),
-                ..Config::default()
-            },
-            &ops,
-        );
+        let (cases, why, trace) = hunt(fault);
+        // proptest shrinks ops, not the thread pool: the trace shrinker
+        // drops threads only the quiescence suffix names.
+        let suffix = procroute::conform::trace::quiescence(trace.threads.len()).len();
+        let (trace, _) = procroute::conform::trace::shrink(&trace, suffix, 200, |c| {
+            traces::check(c, with(fault)).is_err()
+        });
+        let body =
+            trace.ops.len() - procroute::conform::trace::quiescence(trace.threads.len()).len();
         report.push_str(&format!(
-            "{fault:?}: caught after {cases} case(s), shrunk to {len} step(s)\n  {why}\n{}\n",
-            sim::timeline(&faulty, &ops)
+            "{fault:?}: caught after {cases} case(s), shrunk to {body} step(s) (+ quiescence)\n  {why}\n"
         ));
         assert!(cases <= BUDGET);
+        // The shrunk trace is a counterexample the judge names by rule.
+        let faulty = procroute::conform::trace::execute_with(&trace, with(fault)).expect("runs");
+        let v = judge(&trace, &faulty);
+        assert!(!v.is_empty() || why.contains("INV-8"), "{fault:?}: {why}");
         if write {
-            // Store the counterexample as data, with what a correct router
-            // delivers (checked against the model by the replay test).
-            let clean = sim::run_trace(Config::default(), &ops).expect("clean router passes it");
-            let rule = why
-                .split_whitespace()
-                .find(|w| w.starts_with("INV-"))
-                .unwrap_or("INV-1")
-                .to_owned();
-            let name = format!("{fault:?}")
-                .chars()
-                .flat_map(|c| {
-                    if c.is_uppercase() {
-                        vec!['-', c.to_ascii_lowercase()]
-                    } else {
-                        vec![c]
-                    }
-                })
-                .collect::<String>();
-            let id = format!("fault{name}");
-            let file = sim::TraceFile {
+            // Stored as a protocol trace (P-8) any harness can replay, with
+            // what a correct router reports.
+            let clean = execute(&trace).expect("runs");
+            assert!(
+                judge(&trace, &clean).is_empty(),
+                "the clean router passes it"
+            );
+            let first = v.first();
+            let f = TraceFile {
                 suite_version: procroute::SUITE_VERSION.to_owned(),
-                id: format!("trace/{id}"),
-                rules: vec![rule],
-                note: format!("shrunk counterexample for the historical bug {fault:?}"),
-                ops: ops.clone(),
-                expect: sim::deliveries(&clean),
+                id: format!("trace/{}", kebab(fault)),
+                rules: exercised(&trace).into_iter().map(str::to_owned).collect(),
+                note: format!(
+                    "The historical routing bug {fault:?}, shrunk by tests/faults.rs (proptest, seed [7; 32])."
+                ),
+                found: Some(file::Found {
+                    implementation: format!("procroute harness --fault {}", fault.name()),
+                    rule: first.map_or("INV-8".to_owned(), |v| v.rule.clone()),
+                    violation: first.map_or(why.clone(), |v| v.detail.clone()),
+                    shrunk_from: None,
+                }),
+                trace: trace.clone(),
+                expect: file::Expect::observed(&clean),
             };
-            let path = sim::traces_dir().join(format!("{id}.json"));
-            std::fs::create_dir_all(sim::traces_dir()).expect("dir");
-            std::fs::write(
-                &path,
-                serde_json::to_string_pretty(&file).expect("json") + "\n",
-            )
-            .expect("write trace");
+            let dir = traces::traces_dir();
+            std::fs::create_dir_all(&dir).expect("dir");
+            std::fs::write(dir.join(format!("{}.json", kebab(fault))), f.to_json())
+                .expect("write trace");
         }
     }
     println!("{report}");
@@ -120,8 +132,8 @@ fn without_a_fault_the_suite_passes() {
     };
     let mut runner = TestRunner::new(config);
     runner
-        .run(&proptest::collection::vec(sim::op(), 1..64), |ops| {
-            sim::run_trace(Config::default(), &ops).map(|_| ())
+        .run(&strategy(), |trace| {
+            traces::check(&trace, Config::default()).map(|_| ())
         })
         .expect("clean router passes");
 }
@@ -176,5 +188,27 @@ fn faults_are_found_and_shrunk_over_the_protocol() {
             failed.len()
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Each stored fault trace (`spec/vectors/traces/fault-*.json`) still
+/// fails with its fault on, under the rule it was stored with.
+#[test]
+fn stored_fault_traces_still_fail() {
+    for fault in Fault::HISTORICAL {
+        let path = traces::traces_dir().join(format!("{}.json", kebab(fault)));
+        let f = TraceFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let found = f
+            .found
+            .as_ref()
+            .expect("a fault trace says where it was found");
+        let r = traces::check(&f.trace, with(fault));
+        let why = r.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            why.contains(&format!("{}:", found.rule)),
+            "{}: expected a {} violation, got: {why}",
+            f.id,
+            found.rule
+        );
     }
 }

@@ -7,7 +7,8 @@
 
 use std::collections::BTreeSet;
 
-use procroute::conform::trace::{execute, generate, judge, Observed, Trace, TraceOp, TraceResult};
+use procroute::conform::trace::{execute, generate, Observed, Trace, TraceOp, TraceResult};
+use procroute::model::judge::judge;
 use procroute::model::oracle::{predict, Fate, Kind, Verdict};
 use procroute::origin::RawOrigin;
 use proptest::prelude::*;
@@ -54,7 +55,7 @@ fn none() -> BTreeSet<usize> {
     BTreeSet::new()
 }
 
-fn rules(v: &[procroute::conform::trace::Violation]) -> Vec<&str> {
+fn rules(v: &[procroute::model::judge::Violation]) -> Vec<&str> {
     v.iter().map(|x| x.rule.as_str()).collect()
 }
 

@@ -1,45 +1,118 @@
-//! Every stored trace under `spec/vectors/traces/` replays against the real
-//! router: invariants hold and the deliveries are exactly the expected ones.
-//! On failure the trace is printed as a per-thread swimlane timeline with
-//! the misrouted or missing notification marked.
+//! Every stored trace under `spec/vectors/traces/` is a protocol trace
+//! (P-8) with a stable id: it parses and checks, the rules it lists are the
+//! ones the oracle says it exercises, the built-in router passes the one
+//! judge on it and reports exactly the stored observations. (`conform` runs
+//! the same files against any harness; `tests/faults.rs` checks that each
+//! historical fault still fails its trace.) On failure the trace is printed
+//! as a per-thread swimlane timeline.
 
-#[path = "support/sim.rs"]
-mod sim;
+#[path = "support/traces.rs"]
+mod traces;
 
-use procroute::gateway::Config;
+use procroute::conform::render;
+use procroute::conform::trace::{execute, TraceFile};
+use procroute::model::judge::{exercised, judge};
 
-#[test]
-fn stored_traces_replay() {
-    let mut files: Vec<_> = std::fs::read_dir(sim::traces_dir())
+fn stored() -> Vec<(std::path::PathBuf, TraceFile)> {
+    let mut files: Vec<_> = std::fs::read_dir(traces::traces_dir())
         .expect("spec/vectors/traces exists")
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let f = TraceFile::load(&p).unwrap_or_else(|e| panic!("{e}"));
+            (p, f)
+        })
+        .collect()
+}
+
+#[test]
+fn stored_traces_replay() {
+    let files = stored();
     assert!(
         files.len() >= 6,
-        "expected the six fault traces, found {}",
+        "expected at least the six fault traces, found {}",
         files.len()
     );
     let mut ids = std::collections::BTreeSet::new();
-    for path in files {
-        let text = std::fs::read_to_string(&path).expect("readable");
-        let t: sim::TraceFile =
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for (path, t) in files {
         assert!(ids.insert(t.id.clone()), "duplicate trace id {}", t.id);
-        assert_eq!(t.suite_version, procroute::SUITE_VERSION, "{}", t.id);
-        let result = sim::run_trace(Config::default(), &t.ops);
-        let shown = sim::run_for_timeline(Config::default(), &t.ops);
-        let got = sim::deliveries(&shown);
-        if result.is_err() || got != t.expect {
-            let missing: Vec<_> = t.expect.iter().filter(|e| !got.contains(e)).collect();
-            panic!(
-                "{} [{}] failed: {:?}\nmissing: {missing:?}\n{}",
-                t.id,
-                t.rules.join(", "),
-                result.err(),
-                sim::timeline(&shown, &t.ops)
-            );
-        }
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        assert_eq!(t.id, format!("trace/{stem}"), "the id names the file");
+        let rules: Vec<String> = exercised(&t.trace).into_iter().map(str::to_owned).collect();
+        assert_eq!(t.rules, rules, "{}: rules are the oracle's view", t.id);
+        let result = execute(&t.trace).unwrap_or_else(|e| panic!("{}: {e}", t.id));
+        let v = judge(&t.trace, &result);
+        let diff = t.expect.differences(&result);
+        assert!(
+            v.is_empty() && diff.is_empty(),
+            "{} [{}] failed:\n{}\n{}\n{}",
+            t.id,
+            t.rules.join(", "),
+            traces::show(&v),
+            diff.join("\n"),
+            render::timeline_text(&t.trace, &result)
+        );
+    }
+}
+
+/// A trace file that is wrong in any way is refused with a reason naming
+/// what is wrong, never run.
+#[test]
+fn bad_trace_files_are_refused_with_a_reason() {
+    let (_, good) = stored().into_iter().next().expect("a stored trace");
+    let json = serde_json::to_value(&good).expect("json");
+    type Breaker = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(&str, Breaker, &str)> = vec![
+        (
+            "version",
+            Box::new(|v| v["suite_version"] = "9.9.9".into()),
+            "suite_version",
+        ),
+        ("id", Box::new(|v| v["id"] = "a b".into()), "id"),
+        (
+            "no threads",
+            Box::new(|v| v["trace"]["threads"] = serde_json::json!([])),
+            "threads",
+        ),
+        (
+            "bad thread",
+            Box::new(|v| v["trace"]["threads"][0]["chat_id"] = "".into()),
+            "trace.threads[0]",
+        ),
+        (
+            "thread index",
+            Box::new(|v| {
+                v["trace"]["ops"] = serde_json::json!([{"message": {"thread": 99}}]);
+            }),
+            "trace.ops[0] names thread 99",
+        ),
+        (
+            "respawn",
+            Box::new(|v| {
+                let s = serde_json::json!({"spawn": {"thread": 0, "process": "p", "watch": [], "notify": true}});
+                v["trace"]["ops"] = serde_json::json!([s.clone(), s]);
+            }),
+            "still running",
+        ),
+        (
+            "unknown field",
+            Box::new(|v| v["extra"] = 1.into()),
+            "unknown field",
+        ),
+        (
+            "unknown op",
+            Box::new(|v| v["trace"]["ops"] = serde_json::json!([{"explode": {}}])),
+            "not a trace file",
+        ),
+    ];
+    for (name, break_it, needle) in cases {
+        let mut v = json.clone();
+        break_it(&mut v);
+        let err = TraceFile::from_json(&v.to_string()).expect_err(name);
+        assert!(err.contains(needle), "{name}: {err}");
     }
 }

@@ -439,7 +439,7 @@ fn save(
     n: usize,
     id: &str,
     started: &Started,
-    v: &super::trace::Violation,
+    v: &crate::model::judge::Violation,
     trace: &super::trace::Trace,
     shrunk: bool,
 ) -> Option<std::path::PathBuf> {
@@ -485,7 +485,8 @@ pub fn run_traces_covered(
     timeout: Duration,
     wants: impl Fn(&str) -> bool,
 ) -> Result<(Vec<Outcome>, Coverage), String> {
-    use super::trace::{generate, judge, quiescence, shrink};
+    use super::trace::{generate, quiescence, shrink};
+    use crate::model::judge::judge;
     let mut coverage = Coverage::default();
     let mut h = Harness::spawn(program, args)?;
     if cfg.validate {

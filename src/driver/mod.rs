@@ -12,7 +12,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use crate::delivery::Notification;
-use crate::gateway::{Config, FileKind, Gateway, Input, Output};
+use crate::gateway::{Config, Effect, FileKind, Gateway, Input, Output};
 use crate::origin::Origin;
 use crate::persist::{Persist, PersistError};
 use crate::registry::{Completion, RunId};
@@ -80,41 +80,37 @@ impl<A: Adapter> Runtime<A> {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    /// Feeds one input and executes everything it leads to.
+    /// Feeds one input and carries out everything it leads to (through
+    /// [`Gateway::carry_out`], the order every driver keeps); returns the
+    /// outputs carried out, follow-ups of sends included.
     pub fn input(&mut self, input: Input) -> Vec<Output> {
         let now = self.now_ms();
         let outputs = self.gateway.handle(now, input);
-        let mut result = Vec::new();
-        for o in outputs {
-            self.execute(&o);
-            result.push(o);
-        }
-        result
-    }
-
-    fn execute(&mut self, o: &Output) {
-        self.log.push(o.clone());
-        match o {
-            Output::Persist { file, bytes } => {
-                let target = match file {
-                    FileKind::Store => &mut self.files.store,
-                    FileKind::Checkpoint => &mut self.files.checkpoint,
-                    FileKind::Delivery => &mut self.files.delivery,
-                };
-                if let Err(e) = target.store(bytes) {
-                    self.persist_errors.push(e);
+        let (files, adapter, log, errors) = (
+            &mut self.files,
+            &mut self.adapter,
+            &mut self.log,
+            &mut self.persist_errors,
+        );
+        self.gateway.carry_out(now, outputs, |o| {
+            log.push(o.clone());
+            match o {
+                Output::Persist { file, bytes } => {
+                    let target = match file {
+                        FileKind::Store => &mut files.store,
+                        FileKind::Checkpoint => &mut files.checkpoint,
+                        FileKind::Delivery => &mut files.delivery,
+                    };
+                    // The gateway keeps running; the error is kept.
+                    if let Err(e) = target.store(bytes) {
+                        errors.push(e);
+                    }
+                    Effect::Done
                 }
+                Output::Send(n) => Effect::Sent(adapter.send(n).err()),
+                _ => Effect::Done,
             }
-            Output::Send(n) => {
-                let error = self.adapter.send(n).err();
-                let now = self.now_ms();
-                let follow = self.gateway.handle(now, Input::Sent { id: n.id, error });
-                for f in follow {
-                    self.execute(&f);
-                }
-            }
-            _ => {}
-        }
+        })
     }
 
     /// Starts `sh -c command` for a turn in `origin`'s thread.
