@@ -138,6 +138,7 @@ fn conformance_cases_over_the_protocol(b: Bencher) {
         validate: false,
         known: Vec::new(),
         min_coverage: 0.0,
+        stored: false,
     };
     let exe = env!("CARGO_BIN_EXE_procroute");
     b.counter(ItemsCount::new(cfg.cases)).bench(|| {

@@ -47,6 +47,7 @@ fn trace_run(seed: u64, cases: usize) -> runner::TraceRun {
         validate: true,
         known: Vec::new(),
         min_coverage: 0.0,
+        stored: false,
     }
 }
 

@@ -48,9 +48,11 @@ enum Command {
         /// Longest generated trace, in steps (before quiescence).
         #[arg(long, default_value_t = 32)]
         max_steps: usize,
-        /// Where shrunk failing traces are saved as JSON.
-        #[arg(long, default_value = "target/procroute-conform")]
-        save: std::path::PathBuf,
+        /// Where failing traces are saved as trace files (default: the
+        /// `procroute/conform` folder of the system's temporary directory;
+        /// the report names every file).
+        #[arg(long, value_name = "DIR")]
+        save: Option<std::path::PathBuf>,
         /// Write the first failing trace's swimlane timeline here (SVG).
         #[arg(long)]
         svg: Option<std::path::PathBuf>,
@@ -87,6 +89,31 @@ enum Command {
         /// rest are reported as found).
         #[arg(long, default_value_t = 3)]
         max_shrunk: usize,
+    },
+    /// Run trace files (stored vectors or saved counterexamples) against a
+    /// harness and print each judged timeline.
+    Replay {
+        /// Trace files (`spec/vectors/traces/*.json`, or what `conform`
+        /// saved).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<std::path::PathBuf>,
+        /// A harness command (run with `sh -c`); without it, the built-in
+        /// implementation (`procroute harness`).
+        #[arg(long = "impl", value_name = "CMD")]
+        implementation: Option<String>,
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
+        /// Validate every protocol message against the schema.
+        #[arg(long)]
+        validate: bool,
+        /// Also write each judged report as JSON, to DIR or (without DIR)
+        /// the `procroute/replay` folder of the system's temporary
+        /// directory; the path is printed.
+        #[arg(long, value_name = "DIR", num_args = 0..=1)]
+        save: Option<Option<std::path::PathBuf>>,
+        /// Print the reports as JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Serve the harness protocol on stdin/stdout with the built-in
     /// implementation.
@@ -227,13 +254,16 @@ fn main() -> ExitCode {
                     seed,
                     cases,
                     max_steps,
-                    save_dir: Some(save),
+                    save_dir: Some(
+                        save.unwrap_or_else(|| conform::runner::default_save_dir("conform")),
+                    ),
                     max_shrink_runs: shrink_runs,
                     max_shrunk,
                     svg,
                     validate,
                     known: known.clone(),
                     min_coverage,
+                    stored: true,
                 },
                 conform::dialect::DialectRun {
                     seed,
@@ -276,6 +306,14 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+        Command::Replay {
+            files,
+            implementation,
+            timeout_ms,
+            validate,
+            save,
+            json,
+        } => replay(&files, implementation, timeout_ms, validate, save, json),
         Command::Timeit { rounds } => {
             let mut corpus = String::new();
             if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut corpus) {
@@ -300,6 +338,124 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+/// The harness to run: `sh -c CMD`, or this executable's `harness`.
+fn harness_command(implementation: &Option<String>) -> Result<(String, Vec<String>), String> {
+    match implementation {
+        Some(cmd) => Ok(("sh".to_owned(), vec!["-c".to_owned(), cmd.clone()])),
+        None => std::env::current_exe()
+            .map(|exe| (exe.display().to_string(), vec!["harness".to_owned()]))
+            .map_err(|e| format!("cannot find my own executable: {e}")),
+    }
+}
+
+fn replay(
+    files: &[std::path::PathBuf],
+    implementation: Option<String>,
+    timeout_ms: u64,
+    validate: bool,
+    save: Option<Option<std::path::PathBuf>>,
+    json: bool,
+) -> ExitCode {
+    use procroute::conform::trace::TraceFile;
+    let (program, args) = match harness_command(&implementation) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("procroute: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let save_dir = save.map(|d| d.unwrap_or_else(|| conform::runner::default_save_dir("replay")));
+    let timeout = std::time::Duration::from_millis(timeout_ms);
+    let mut failed = false;
+    let mut out = String::new();
+    for path in files {
+        let file = match TraceFile::load(path) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("procroute replay: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let r = match conform::runner::replay(&program, &args, &file, timeout, validate) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("procroute replay: {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        };
+        failed |= r.verdict == "fail";
+        if json {
+            out.push_str(&serde_json::to_string_pretty(&r).unwrap_or_default());
+            out.push('\n');
+        } else {
+            out.push_str(&format!(
+                "{} ({}) against {} {} ({})\n",
+                file.id,
+                path.display(),
+                r.implementation.name,
+                r.implementation.version,
+                r.implementation.language
+            ));
+            out.push_str(&format!("exercises: {}\n", file.rules.join(", ")));
+            if let Some(f) = &file.found {
+                out.push_str(&format!(
+                    "found failing in {}: {}: {}\n",
+                    f.implementation, f.rule, f.violation
+                ));
+            }
+            match &r.skipped {
+                Some(why) => out.push_str(&format!("verdict: SKIPPED ({why})\n")),
+                None => {
+                    out.push_str(&conform::render::timeline_text(&file.trace, &r.result));
+                    if r.violations.is_empty() {
+                        out.push_str("verdict: PASS\n");
+                    } else {
+                        out.push_str(&format!(
+                            "verdict: FAIL ({} violation(s))\n",
+                            r.violations.len()
+                        ));
+                        for v in &r.violations {
+                            out.push_str(&format!("  {}: {}\n", v.rule, v.detail));
+                        }
+                    }
+                    if !r.differences.is_empty() {
+                        out.push_str(
+                            "differs from the observations the file lists (informative):\n",
+                        );
+                        for d in &r.differences {
+                            out.push_str(&format!("  {d}\n"));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(dir) = &save_dir {
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
+            let dest = dir.join(format!("{stem}.replay.json"));
+            let written = std::fs::create_dir_all(dir).and_then(|()| {
+                std::fs::write(
+                    &dest,
+                    serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",
+                )
+            });
+            match written {
+                Ok(()) => out.push_str(&format!("saved {}\n", dest.display())),
+                Err(e) => {
+                    eprintln!("procroute replay: --save {}: {e}", dest.display());
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        out.push('\n');
+    }
+    let _ = io::stdout().write_all(out.as_bytes());
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

@@ -17,17 +17,25 @@ fn lane_of(trace: &Trace, d: &Place) -> Option<usize> {
     })
 }
 
-fn home_of(trace: &Trace, process: &str) -> Option<usize> {
-    trace.ops.iter().find_map(|o| match o {
-        TraceOp::Spawn {
-            thread, process: p, ..
-        } if p == process => Some(*thread),
-        _ => None,
-    })
+/// The thread of the latest spawn of `process` at or before `step` (a
+/// notice of an earlier run delivered late is marked by the judge, whose
+/// violations are printed with the timeline, not by this picture).
+fn home_of(trace: &Trace, process: &str, step: usize) -> Option<usize> {
+    trace
+        .ops
+        .iter()
+        .take(step.saturating_add(1))
+        .rev()
+        .find_map(|o| match o {
+            TraceOp::Spawn {
+                thread, process: p, ..
+            } if p == process => Some(*thread),
+            _ => None,
+        })
 }
 
 /// Which lane an operation happens in, if any.
-fn op_lane(trace: &Trace, op: &TraceOp) -> Option<usize> {
+fn op_lane(trace: &Trace, op: &TraceOp, step: usize) -> Option<usize> {
     match op {
         TraceOp::Message { thread }
         | TraceOp::TurnStart { thread }
@@ -36,7 +44,7 @@ fn op_lane(trace: &Trace, op: &TraceOp) -> Option<usize> {
         | TraceOp::Spawn { thread, .. } => Some(*thread),
         TraceOp::Output { process, .. }
         | TraceOp::Exit { process, .. }
-        | TraceOp::Kill { process } => home_of(trace, process),
+        | TraceOp::Kill { process } => home_of(trace, process, step),
         _ => None,
     }
 }
@@ -78,8 +86,8 @@ pub fn timeline_text(trace: &Trace, result: &TraceResult) -> String {
     for (i, t) in trace.threads.iter().enumerate() {
         let _ = writeln!(
             out,
-            "  T{i} = {} {} {:?} thread {:?}",
-            t.platform, t.chat_type, t.chat_id, t.thread_id
+            "  T{i} = {}",
+            serde_json::to_string(t).unwrap_or_default()
         );
     }
     let _ = write!(out, "{:<6}", "step");
@@ -90,7 +98,7 @@ pub fn timeline_text(trace: &Trace, result: &TraceResult) -> String {
     let cell = |s: &str| -> String { s.chars().take(W - 1).collect() };
     for (step, op) in trace.ops.iter().enumerate() {
         let mut row = format!("{step:<6}");
-        let lane = op_lane(trace, op);
+        let lane = op_lane(trace, op, step);
         for i in 0..n {
             let text = if Some(i) == lane {
                 cell(&short(op))
@@ -106,7 +114,7 @@ pub fn timeline_text(trace: &Trace, result: &TraceResult) -> String {
         out.push('\n');
         for d in result.deliveries.iter().filter(|d| d.step == step) {
             let got = lane_of(trace, &d.destination);
-            let home = d.process.as_deref().and_then(|p| home_of(trace, p));
+            let home = d.process.as_deref().and_then(|p| home_of(trace, p, d.step));
             let wrong = d.process.is_some() && home != got;
             let label = format!(
                 "{}→ {} {}",
@@ -124,7 +132,7 @@ pub fn timeline_text(trace: &Trace, result: &TraceResult) -> String {
                 let _ = write!(row, "{text:<W$}");
             }
             if got.is_none() {
-                let _ = write!(row, "{label} to an unknown thread {:?}", d.destination);
+                let _ = write!(row, "{label} to a place no thread has: {}", d.destination);
             }
             out.push_str(row.trim_end());
             if wrong {
@@ -162,10 +170,10 @@ pub fn timeline_svg(trace: &Trace, result: &TraceResult) -> String {
     let (lane_w, row_h, left, top) = (170usize, 18usize, 60usize, 60usize);
     let mut rows: Vec<(usize, Option<usize>, String, &'static str)> = Vec::new();
     for (step, op) in trace.ops.iter().enumerate() {
-        rows.push((step, op_lane(trace, op), short(op), "#333"));
+        rows.push((step, op_lane(trace, op, step), short(op), "#333"));
         for d in result.deliveries.iter().filter(|d| d.step == step) {
             let got = lane_of(trace, &d.destination);
-            let home = d.process.as_deref().and_then(|p| home_of(trace, p));
+            let home = d.process.as_deref().and_then(|p| home_of(trace, p, d.step));
             let wrong = d.process.is_some() && home != got;
             let label = format!(
                 "→ {} {}",

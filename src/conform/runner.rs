@@ -303,6 +303,9 @@ pub struct TraceRun {
     /// Every judged rule must be exercised by at least this percentage of
     /// the generated traces, or the run fails (`coverage/<rule>` cases).
     pub min_coverage: f64,
+    /// Run the stored traces (`spec/vectors/traces/`) before the generated
+    /// ones.
+    pub stored: bool,
 }
 
 /// The rules a trace case is judged on; a case cites the ones its trace
@@ -434,6 +437,10 @@ fn trace_reply(seq: u64, reply: Value) -> Result<super::trace::TraceResult, NoRe
 
 /// Writes a failing trace (shrunk or as found) with its headline violation
 /// under `--save DIR`; returns the path written.
+/// Writes a failing trace as a trace file (the format of
+/// `spec/vectors/traces/`, so `procroute replay` and any harness can run
+/// it): `gen-<seed>-<n>.json` for the shrunk trace, `…-original.json` for
+/// the trace as generated.
 fn save(
     cfg: &TraceRun,
     n: usize,
@@ -441,28 +448,133 @@ fn save(
     started: &Started,
     v: &crate::model::judge::Violation,
     trace: &super::trace::Trace,
-    shrunk: bool,
+    shrunk_from: Option<(&str, usize)>,
 ) -> Option<std::path::PathBuf> {
+    use super::trace::file::{Expect, Found, ShrunkFrom, TraceFile, Verdict};
     let dir = cfg.save_dir.as_ref()?;
-    let doc = json!({
-        "suite_version": crate::SUITE_VERSION,
-        "id": id,
-        "rules": [v.rule],
-        "implementation": started.implementation,
-        "violation": v.detail,
-        "shrunk": shrunk,
-        "trace": trace,
-    });
-    let path = dir.join(format!("gen-{}-{n}.json", cfg.seed));
+    let shrunk = shrunk_from.is_some();
+    let f = TraceFile {
+        suite_version: crate::SUITE_VERSION.to_owned(),
+        id: if shrunk {
+            format!("{id}/shrunk")
+        } else {
+            id.to_owned()
+        },
+        rules: crate::model::judge::exercised(trace)
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        note: format!(
+            "Generated case {id} (seed {}), {} by procroute conform.",
+            cfg.seed,
+            if shrunk { "shrunk" } else { "as generated" }
+        ),
+        found: Some(Found {
+            implementation: format!(
+                "{} {}",
+                started.implementation.name, started.implementation.version
+            ),
+            rule: v.rule.clone(),
+            violation: v.detail.clone(),
+            shrunk_from: shrunk_from.map(|(id, steps)| ShrunkFrom {
+                id: id.to_owned(),
+                steps,
+            }),
+        }),
+        trace: trace.clone(),
+        expect: Expect {
+            verdict: Verdict::Pass,
+            deliveries: None,
+            dead_letters: None,
+        },
+    };
+    let name = format!(
+        "gen-{}-{n}{}.json",
+        cfg.seed,
+        if shrunk { "" } else { "-original" }
+    );
+    let path = dir.join(name);
     std::fs::create_dir_all(dir)
-        .and_then(|()| {
-            std::fs::write(
-                &path,
-                serde_json::to_string_pretty(&doc).unwrap_or_default(),
-            )
-        })
+        .and_then(|()| std::fs::write(&path, f.to_json()))
         .ok()
         .map(|()| path)
+}
+
+/// The ops of a trace before its quiescence suffix.
+pub fn body_len(trace: &super::trace::Trace) -> usize {
+    trace
+        .ops
+        .len()
+        .saturating_sub(super::trace::quiescence(trace.threads.len()).len())
+}
+
+/// A failure's detail: every violation as `RULE: reason` (the first is the
+/// headline), then the timeline.
+pub fn failure_detail(
+    violations: &[crate::model::judge::Violation],
+    trace: &super::trace::Trace,
+    result: &super::trace::TraceResult,
+    note: &str,
+) -> String {
+    let mut d = String::new();
+    for (i, v) in violations.iter().enumerate() {
+        if i == 8 {
+            d.push_str(&format!(
+                "… and {} more violation(s)\n",
+                violations.len() - 8
+            ));
+            break;
+        }
+        d.push_str(&format!("{}: {}\n", v.rule, v.detail));
+    }
+    if !note.is_empty() {
+        d.push_str(note);
+        d.push('\n');
+    }
+    d.push_str(&super::render::timeline_text(trace, result));
+    d
+}
+
+/// Runs the stored traces (`spec/vectors/traces/`, compiled in) through
+/// the harness: each is a case with its stable id, judged by the one judge.
+fn run_stored(
+    h: &mut Harness,
+    seq: &mut u64,
+    timeout: Duration,
+    wants: &impl Fn(&str) -> bool,
+    out: &mut Vec<Outcome>,
+) -> Result<(), String> {
+    let files = super::trace::file::stored()?;
+    for f in files {
+        if !wants(&f.id) {
+            continue;
+        }
+        let rules: Vec<&str> = f.rules.iter().map(String::as_str).collect();
+        *seq += 1;
+        match run_trace_case(h, *seq, &f.trace, timeout) {
+            Ok(result) => {
+                let v = crate::model::judge::judge(&f.trace, &result);
+                if v.is_empty() {
+                    out.push(Outcome::pass(f.id, &rules));
+                } else {
+                    let note = format!(
+                        "stored trace spec/vectors/traces/{}.json; replay: procroute replay spec/vectors/traces/{}.json --impl CMD",
+                        f.id.trim_start_matches("trace/"),
+                        f.id.trim_start_matches("trace/")
+                    );
+                    let detail = failure_detail(&v, &f.trace, &result, &note);
+                    let broken: Vec<&str> = v.iter().map(|v| v.rule.as_str()).collect();
+                    out.push(Outcome::check(f.id, &broken, Some(detail)));
+                }
+            }
+            Err(NoResult::Skipped(why)) => out.push(Outcome::skip(f.id, &rules, why)),
+            Err(NoResult::Errored(e)) => {
+                out.push(Outcome::errored(f.id, &rules, e));
+                h.restart(timeout)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Generated traces through a harness, judged against the model; every
@@ -509,6 +621,9 @@ pub fn run_traces_covered(
         return Ok((out, coverage));
     }
     let mut seq = 1_000_000u64;
+    if cfg.stored {
+        run_stored(&mut h, &mut seq, timeout, &wants, &mut out)?;
+    }
     let mut wrote_svg = false;
     let mut shrunk: std::collections::BTreeMap<String, usize> = Default::default();
     let progress = {
@@ -556,18 +671,24 @@ pub fn run_traces_covered(
             continue;
         };
         if cfg.known.iter().any(|p| super::select::glob(p, &id)) {
-            save(cfg, n, &id, &started, &first, &trace, false);
-            let detail = format!("{} (known failure: not shrunk)", first.detail);
+            save(cfg, n, &id, &started, &first, &trace, None);
+            let detail = format!(
+                "{}: {} (known failure: not shrunk)",
+                first.rule, first.detail
+            );
             out.push(Outcome::check(id, &[first.rule.as_str()], Some(detail)));
             continue;
         }
         let count = shrunk.entry(first.rule.clone()).or_insert(0usize);
         if *count >= cfg.max_shrunk {
-            save(cfg, n, &id, &started, &first, &trace, false);
-            let detail = format!(
-                "{} (not shrunk: {count} failures of {} were; replay with --only {id})",
-                first.detail, first.rule
+            let mut note = format!(
+                "not shrunk: {count} failures of {} were; replay with --only {id}",
+                first.rule
             );
+            if let Some(path) = save(cfg, n, &id, &started, &first, &trace, None) {
+                note.push_str(&format!("; saved {}", path.display()));
+            }
+            let detail = failure_detail(&violations, &trace, &result, &note);
             out.push(Outcome::check(id, &[first.rule.as_str()], Some(detail)));
             continue;
         }
@@ -579,31 +700,46 @@ pub fn run_traces_covered(
                 .map(|r| judge(cand, &r).iter().any(|v| v.rule == first.rule))
                 .unwrap_or(false)
         });
-        let steps = small.ops.len() - suffix;
         seq += 1;
         let small_result = run_trace_case(&mut h, seq, &small, timeout).unwrap_or_default();
-        // The headline describes the shrunk trace, the one shown below.
-        let headline = judge(&small, &small_result)
-            .into_iter()
-            .find(|v| v.rule == first.rule)
-            .unwrap_or_else(|| first.clone());
-        let mut detail = format!(
-            "{} (shrunk from {} to {steps} step(s) in {runs} harness run(s))",
-            headline.detail,
-            trace.ops.len() - suffix
+        // Headline, violations, timeline and saved file all describe the
+        // shrunk trace; the original is named by id and length.
+        let mut small_v = judge(&small, &small_result);
+        if let Some(i) = small_v.iter().position(|v| v.rule == first.rule) {
+            let head = small_v.remove(i);
+            small_v.insert(0, head);
+        } else {
+            small_v.insert(0, first.clone());
+        }
+        let original = body_len(&trace);
+        let mut note = format!(
+            "shrunk from {original} to {} step(s) in {runs} harness run(s) (the original: {id}, {original} steps before quiescence)",
+            body_len(&small)
         );
         if let Some(svg) = cfg.svg.as_ref().filter(|_| !wrote_svg) {
             let picture = super::render::timeline_svg(&small, &small_result);
             if std::fs::write(svg, picture).is_ok() {
                 wrote_svg = true;
-                detail.push_str(&format!("; timeline {}", svg.display()));
+                note.push_str(&format!("; timeline {}", svg.display()));
             }
         }
-        if let Some(path) = save(cfg, n, &id, &started, &headline, &small, true) {
-            detail.push_str(&format!("; saved {}", path.display()));
+        save(cfg, n, &id, &started, &first, &trace, None);
+        if let Some(path) = save(
+            cfg,
+            n,
+            &id,
+            &started,
+            &small_v[0],
+            &small,
+            Some((&id, original)),
+        ) {
+            note.push_str(&format!(
+                "; saved {} (replay: procroute replay {} --impl CMD)",
+                path.display(),
+                path.display()
+            ));
         }
-        detail.push('\n');
-        detail.push_str(&super::render::timeline_text(&small, &small_result));
+        let detail = failure_detail(&small_v, &small, &small_result, &note);
         let rules: Vec<&str> = vec![first.rule.as_str()];
         out.push(Outcome::check(id, &rules, Some(detail)));
     }
@@ -612,4 +748,82 @@ pub fn run_traces_covered(
     }
     h.stop();
     Ok((out, coverage))
+}
+
+/// What `procroute replay` found: the harness's report of one trace file
+/// and the one judge's verdict on it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Replay {
+    pub suite_version: String,
+    pub id: String,
+    pub implementation: super::protocol::Implementation,
+    /// `pass`, `fail`, or `skipped` (the harness cannot run traces).
+    pub verdict: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    pub violations: Vec<crate::model::judge::Violation>,
+    /// Where the report differs from the observations the file lists
+    /// (informative: the verdict is the judge's).
+    pub differences: Vec<String>,
+    pub result: super::trace::TraceResult,
+}
+
+/// Runs one trace file through a harness and judges the report.
+pub fn replay(
+    program: &str,
+    args: &[String],
+    file: &super::trace::TraceFile,
+    timeout: Duration,
+    validate: bool,
+) -> Result<Replay, String> {
+    let mut h = Harness::spawn(program, args)?;
+    if validate {
+        h.schema = Some(std::sync::Arc::new(super::schema::Schema::protocol()));
+    }
+    let started = h.start(timeout)?;
+    let mut r = Replay {
+        suite_version: crate::SUITE_VERSION.to_owned(),
+        id: file.id.clone(),
+        implementation: started.implementation.clone(),
+        verdict: "skipped".into(),
+        skipped: None,
+        violations: Vec::new(),
+        differences: Vec::new(),
+        result: Default::default(),
+    };
+    if !started.operations.iter().any(|o| o == "trace") {
+        r.skipped = Some(
+            started
+                .unsupported
+                .get("trace")
+                .cloned()
+                .unwrap_or_else(|| "operation trace not supported".into()),
+        );
+        h.stop();
+        return Ok(r);
+    }
+    let outcome = run_trace_case(&mut h, 1, &file.trace, timeout);
+    h.stop();
+    match outcome {
+        Ok(result) => {
+            r.violations = crate::model::judge::judge(&file.trace, &result);
+            r.differences = file.expect.differences(&result);
+            r.verdict = if r.violations.is_empty() {
+                "pass"
+            } else {
+                "fail"
+            }
+            .into();
+            r.result = result;
+        }
+        Err(NoResult::Skipped(why)) => r.skipped = Some(why),
+        Err(NoResult::Errored(e)) => return Err(format!("the harness errored: {e}")),
+    }
+    Ok(r)
+}
+
+/// Where `conform` and `replay` save traces unless told otherwise: a
+/// folder of the system's temporary directory, never the working one.
+pub fn default_save_dir(what: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join("procroute").join(what)
 }

@@ -24,6 +24,11 @@ use serde::{Deserialize, Serialize};
 use super::oracle::{self, Expected, Fate, Hold, Kind, Place, Prediction, Promise, Verdict};
 use crate::conform::trace::{Cause, Observed, Trace, TraceOp, TraceResult};
 
+/// A value as JSON, the protocol's vocabulary for what a report shows.
+fn j<T: Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
 /// A broken rule, with one sentence of why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
@@ -193,15 +198,19 @@ impl<'a> Judge<'a> {
                     None => self.out.push(Violation {
                         rule: "SEC-1".into(),
                         detail: format!(
-                            "a shutdown notice to {} quotes {w:?}, output of {} (started in {})",
-                            o.destination, owner.process, owner.home
+                            "a shutdown notice to {} quotes {}, output of {} (started in {})",
+                            o.destination,
+                            j(w),
+                            owner.process,
+                            owner.home
                         ),
                     }),
                     Some(p) if *p != owner.process => self.out.push(Violation {
                         rule: "INV-2".into(),
                         detail: format!(
-                            "{}: quotes {w:?}, output of {} (started in {})",
+                            "{}: quotes {}, output of {} (started in {})",
                             Self::what(o),
+                            j(w),
                             owner.process,
                             owner.home
                         ),
@@ -219,14 +228,14 @@ impl<'a> Judge<'a> {
                     None => shutdown_text = Some(&o.text),
                     Some(t) if t != o.text => self.out.push(Violation {
                         rule: "TEXT-3".into(),
-                        detail: format!("shutdown notices differ: {:?} and {:?}", t, o.text),
+                        detail: format!("shutdown notices differ: {} and {}", j(t), j(&o.text)),
                     }),
                     Some(_) => {}
                 }
                 if o.process.is_some() {
                     self.out.push(Violation {
                         rule: "TEXT-3".into(),
-                        detail: format!("a shutdown notice names process {:?}", o.process),
+                        detail: format!("a shutdown notice names process {}", j(&o.process)),
                     });
                 }
                 continue;
@@ -249,8 +258,9 @@ impl<'a> Judge<'a> {
                 self.out.push(Violation {
                     rule: "INV-1".into(),
                     detail: format!(
-                        "{}: no run of {p:?} was spawned by step {}",
+                        "{}: no run of {} was spawned by step {}",
                         Self::what(o),
+                        j(p),
                         o.step
                     ),
                 });
@@ -546,9 +556,9 @@ impl<'a> Judge<'a> {
                 self.bad(
                     rule,
                     format!(
-                        "{what} (emitted at step {}) was dead-lettered ({:?}); {when}",
+                        "{what} (emitted at step {}) was dead-lettered (reason {}); {when}",
                         e.emitted,
-                        o.reason.as_deref().unwrap_or("")
+                        j(&o.reason)
                     ),
                 );
                 return;
@@ -591,8 +601,9 @@ impl<'a> Judge<'a> {
             self.bad(
                 rule,
                 format!(
-                    "{what} (emitted at step {}) does not show {miss:?}, which its {} must quote",
+                    "{what} (emitted at step {}) does not show {}, which its {} must quote",
                     e.emitted,
+                    j(miss),
                     if e.kind == Kind::WatchMatch {
                         "excerpt"
                     } else {
@@ -605,8 +616,9 @@ impl<'a> Judge<'a> {
             self.bad(
                 rule,
                 format!(
-                    "{what} (emitted at step {}) shows {extra:?}, which is not {}",
+                    "{what} (emitted at step {}) shows {}, which is not {}",
                     e.emitted,
+                    j(extra),
                     if e.kind == Kind::WatchMatch {
                         "a matching line of that output"
                     } else {
@@ -616,10 +628,20 @@ impl<'a> Judge<'a> {
             );
         }
         if let Some(p) = &e.pattern {
-            if !o.text.contains(p.as_str()) {
+            // Named outside the quoted output (TEXT-2: output lines begin
+            // with `| `), where the matched line itself cannot stand in.
+            let named = o
+                .text
+                .split('\n')
+                .filter(|l| !l.starts_with("| "))
+                .any(|l| l.contains(p.as_str()));
+            if !named {
                 self.bad(
                     "TEXT-1",
-                    format!("{what}: the text does not name the pattern {p:?}"),
+                    format!(
+                        "{what}: the text does not name the pattern {} outside the quoted output",
+                        j(p)
+                    ),
                 );
             }
         }

@@ -66,11 +66,9 @@ pub struct Place {
 
 impl std::fmt::Display for Place {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}/{:?}", self.platform, self.chat_type, self.chat_id)?;
-        if let Some(t) = &self.thread_id {
-            write!(f, "/{t:?}")?;
-        }
-        Ok(())
+        // The protocol's own shape (P-8), so a report reads like the JSON
+        // the harness sent.
+        f.write_str(&serde_json::to_string(self).unwrap_or_default())
     }
 }
 

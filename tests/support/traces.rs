@@ -21,8 +21,9 @@ use procroute::origin::RawOrigin;
 /// (second runs, from other threads) all the time.
 pub const PROCESSES: &[&str] = &["p1", "p2", "p3"];
 
-/// Threads on four platforms, nasty ids included; two users share topic 42
-/// and user 42 of the same group is a thread of its own.
+/// Threads on five platforms, nasty ids included; two users share topic 42
+/// (one lane), user 42 of the same group is a thread of its own, and two
+/// users of the group itself have two lanes in one place.
 pub fn fixed_threads() -> Vec<RawOrigin> {
     let mk = |p: &str, t: &str, chat: &str, thread: Option<&str>, user: &str| RawOrigin {
         platform: p.into(),
@@ -53,6 +54,9 @@ pub fn fixed_threads() -> Vec<RawOrigin> {
         ),
         mk("discord", "thread", "222", Some("222"), "333"),
         mk("signal", "dm", "group:QUJD+/x=", None, "+15551234567"),
+        // The group itself, another user: a lane of its own in thread 3's
+        // place (groups are per user without a thread).
+        mk("telegram", "group", "-1001234567890", None, "alice"),
     ]
 }
 
@@ -76,9 +80,9 @@ fn line() -> impl Strategy<Value = String> {
     ]
 }
 
-/// One op over `threads` thread indices (taken modulo the pool's size).
+/// One op (thread indices are taken modulo the pool's size by [`finish`]).
 pub fn op() -> impl Strategy<Value = TraceOp> {
-    let t = 0..8usize;
+    let t = 0..9usize;
     prop_oneof![
         2 => t.clone().prop_map(|thread| TraceOp::Message { thread }),
         2 => t.clone().prop_map(|thread| TraceOp::TurnStart { thread }),
@@ -102,8 +106,103 @@ pub fn op() -> impl Strategy<Value = TraceOp> {
     ]
 }
 
+/// A scenario random ops rarely reach: a storm of watchers (PROC-6's
+/// breaker), strikes inside the cooldown (PROC-5's promotion), a long
+/// output (PROC-3's tail), two patterns (TEXT-1), shutdown with lanes in
+/// one place (DELIVER-8). Its own process ids, so it never respawns a
+/// running one.
+pub fn scenario() -> impl Strategy<Value = Vec<TraceOp>> {
+    let spawn = |thread: usize, process: String, watch: &[&str], notify: bool| TraceOp::Spawn {
+        thread,
+        process,
+        watch: watch.iter().map(|w| w.to_string()).collect(),
+        notify,
+    };
+    let out = |process: &str, text: String| TraceOp::Output {
+        process: process.to_owned(),
+        text,
+    };
+    prop_oneof![
+        // A storm: 14 to 20 watchers match within a second.
+        (0..8usize, 14..21usize, any::<bool>()).prop_map(move |(t, k, notify)| {
+            let mut v = Vec::new();
+            for i in 0..k {
+                v.push(spawn(t + i, format!("s{i}"), &["MATCH"], notify));
+            }
+            for i in 0..k {
+                v.push(out(&format!("s{i}"), " MATCH".into()));
+            }
+            v.push(TraceOp::Advance { ms: 5_000 });
+            v
+        }),
+        // Strikes: matches inside the cooldown, window after window.
+        (0..8usize, 2..5usize, 1..4usize, any::<bool>()).prop_map(
+            move |(t, windows, hits, notify)| {
+                let mut v = vec![spawn(t, "w1".into(), &["MATCH"], notify)];
+                for _ in 0..windows {
+                    for _ in 0..=hits {
+                        v.push(out("w1", " MATCH".into()));
+                        v.push(TraceOp::Advance { ms: 1_000 });
+                    }
+                    v.push(TraceOp::Advance { ms: 15_000 });
+                }
+                v.push(TraceOp::Exit {
+                    process: "w1".into(),
+                    code: 1,
+                });
+                v
+            }
+        ),
+        // A long output, then the end: what a completion quotes.
+        (0..8usize, 2..30usize, any::<bool>()).prop_map(move |(t, lines, kill)| {
+            let text = vec![" y".repeat(100); lines].join("\n");
+            let mut v = vec![spawn(t, "l1".into(), &[], true), out("l1", text)];
+            v.push(if kill {
+                TraceOp::Kill {
+                    process: "l1".into(),
+                }
+            } else {
+                TraceOp::Exit {
+                    process: "l1".into(),
+                    code: 2,
+                }
+            });
+            v
+        }),
+        // Two patterns; the second one matches.
+        (0..8usize, any::<bool>()).prop_map(move |(t, notify)| {
+            vec![
+                spawn(t, "e1".into(), &["MATCH", "ERR"], notify),
+                out("e1", " ERR".into()),
+                TraceOp::Exit {
+                    process: "e1".into(),
+                    code: 0,
+                },
+            ]
+        }),
+        // Lanes sharing one place, then a shutdown.
+        (0..9usize).prop_map(|t| {
+            vec![
+                TraceOp::Message { thread: 3 },
+                TraceOp::Message { thread: 8 },
+                TraceOp::Message { thread: t },
+                TraceOp::Shutdown,
+                TraceOp::Advance { ms: 1_000 },
+            ]
+        }),
+    ]
+}
+
+/// Random ops with a scenario now and then.
 pub fn ops(len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<TraceOp>> {
-    proptest::collection::vec(op(), len)
+    proptest::collection::vec(
+        prop_oneof![
+            24 => op().prop_map(|o| vec![o]),
+            1 => scenario(),
+        ],
+        len,
+    )
+    .prop_map(|chunks| chunks.concat())
 }
 
 /// The trace the strategies' ops stand for: [`label`] then [`finish`].

@@ -40,6 +40,8 @@ VECTORS["H-PARSE-AMBIGUOUS"].append("dialect/KEY-L2/roundtrip")
 BY_VECTOR = {v: f for f, vs in VECTORS.items() for v in vs}
 
 
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
 def strip_unstable(s):
     return s is not None and s.strip() != s
 
@@ -50,11 +52,13 @@ def spawns_of(ops, proc):
 
 
 def classify_trace(doc):
-    """The finding a failing trace belongs to, from its headline violation
-    (rule, process, kind) and the trace itself; None if no finding fits."""
-    rule = doc["rules"][0]
-    trace = doc["trace"]
-    violation = doc["violation"]
+    """The finding a saved failing trace (a trace file, spec/PROTOCOL.md)
+    belongs to, from its headline violation (rule, process, kind) and the
+    trace itself; None if no finding fits."""
+    return classify(doc["found"]["rule"], doc["found"]["violation"], doc["trace"])
+
+
+def classify(rule, violation, trace):
     m = re.match(r"(p\d+|\(no process\)) (\w+) to ", violation)
     proc = m.group(1) if m and m.group(1).startswith("p") else None
     kind = m.group(2) if m else None
@@ -134,10 +138,20 @@ def main():
         finding = BY_VECTOR.get(oid)
         if finding is None and oid.startswith("gen/"):
             seed, n = oid.split("/")[1:3]
-            path = os.path.join(save_dir, f"gen-{seed}-{n}.json")
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as f:
-                    finding = classify_trace(json.load(f))
+            # The shrunk trace where the runner shrank it, else the original.
+            for name in (f"gen-{seed}-{n}.json", f"gen-{seed}-{n}-original.json"):
+                path = os.path.join(save_dir, name)
+                if os.path.exists(path):
+                    with open(path, encoding="utf-8") as f:
+                        finding = classify_trace(json.load(f))
+                    break
+        if finding is None and oid.startswith("trace/"):
+            # A stored trace: its headline is the detail's first line.
+            path = os.path.join(ROOT, "spec/vectors/traces", oid[len("trace/"):] + ".json")
+            head = (o.get("detail") or "").split("\n", 1)[0]
+            rule, _, violation = head.partition(": ")
+            with open(path, encoding="utf-8") as f:
+                finding = classify(rule, violation, json.load(f)["trace"])
         if finding is None:
             unexplained.append(f"{oid}: {(o.get('detail') or '')[:300]}")
             continue

@@ -207,3 +207,16 @@ impl TraceFile {
         serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
     }
 }
+
+/// The stored traces, compiled in (`build.rs`): (file name, contents).
+pub const STORED: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/stored_traces.rs"));
+
+/// Every stored trace, parsed and checked, in file-name order.
+pub fn stored() -> Result<Vec<TraceFile>, String> {
+    STORED
+        .iter()
+        .map(|(name, text)| {
+            TraceFile::from_json(text).map_err(|e| format!("spec/vectors/traces/{name}: {e}"))
+        })
+        .collect()
+}
