@@ -143,20 +143,43 @@ pub struct Gateway {
     stats: Stats,
     shutdown_epoch: u64,
     shutdown_ids: BTreeSet<NotificationId>,
-    /// Only read under `Fault::ForegroundRouting`.
-    foreground: Option<Destination>,
-    /// Only used under `Fault::CompletionDedupByProcessId`.
-    completed_pids: BTreeSet<String>,
-    /// Only used under `Fault::ResendOnTurnEnd`.
-    last_sent: std::collections::BTreeMap<Destination, Notification>,
-    /// Only used under `Fault::ShutdownQuotesOutput`.
-    last_output: String,
+    /// What only the bank's faults remember (feature `faults`): without
+    /// the feature there is no "current thread" value at all.
+    #[cfg(feature = "faults")]
+    memo: FaultMemory,
     /// While [`Gateway::handle_batch`] runs: the files that changed (bit per
     /// [`FileKind`]); their snapshots are taken once, at the end.
     deferred: std::cell::Cell<Option<u8>>,
 }
 
+/// What only the bank's faults remember (feature `faults`).
+#[cfg(feature = "faults")]
+#[derive(Debug, Clone, Default)]
+struct FaultMemory {
+    /// The thread of the latest turn (`Fault::ForegroundRouting`).
+    foreground: Option<Destination>,
+    /// `Fault::CompletionDedupByProcessId`.
+    completed_pids: BTreeSet<String>,
+    /// `Fault::ResendOnTurnEnd`.
+    last_sent: std::collections::BTreeMap<Destination, Notification>,
+    /// `Fault::ShutdownQuotesOutput`.
+    last_output: String,
+}
+
 impl Gateway {
+    /// `Fault::ForegroundRouting`'s destination: the latest turn's thread.
+    /// Without the feature no such value exists and this is `d`.
+    fn foreground_or(&self, d: Destination) -> Destination {
+        #[cfg(feature = "faults")]
+        {
+            self.memo.foreground.clone().unwrap_or(d)
+        }
+        #[cfg(not(feature = "faults"))]
+        {
+            d
+        }
+    }
+
     pub fn new(config: Config) -> Gateway {
         Gateway {
             store: SessionStore::new(DEFAULT_MAX_LANES),
@@ -167,10 +190,8 @@ impl Gateway {
             shutdown_epoch: 0,
             deferred: std::cell::Cell::new(None),
             shutdown_ids: BTreeSet::new(),
-            foreground: None,
-            completed_pids: BTreeSet::new(),
-            last_sent: Default::default(),
-            last_output: String::new(),
+            #[cfg(feature = "faults")]
+            memo: FaultMemory::default(),
         }
         .with_fault_switch()
     }
@@ -458,12 +479,16 @@ impl Gateway {
             Input::TurnStarted { origin } => {
                 self.observe(&origin, now_ms, &mut out);
                 self.delivery.turn_started(&Destination::of(&origin));
-                self.foreground = Some(Destination::of(&origin));
+                #[cfg(feature = "faults")]
+                {
+                    self.memo.foreground = Some(Destination::of(&origin));
+                }
             }
             Input::TurnEnded { origin } => {
                 self.delivery.turn_ended(&Destination::of(&origin));
+                #[cfg(feature = "faults")]
                 if self.on(Fault::ResendOnTurnEnd) {
-                    if let Some(n) = self.last_sent.get(&Destination::of(&origin)) {
+                    if let Some(n) = self.memo.last_sent.get(&Destination::of(&origin)) {
                         out.push(Output::Send(n.clone()));
                     }
                 }
@@ -522,8 +547,9 @@ impl Gateway {
                 }
             }
             Input::Output { run, chunk } => {
+                #[cfg(feature = "faults")]
                 if self.on(Fault::ShutdownQuotesOutput) {
-                    self.last_output = chunk.lines().last().unwrap_or("").to_owned();
+                    self.memo.last_output = chunk.lines().last().unwrap_or("").to_owned();
                 }
                 match self.registry.output(run, &chunk, now_ms) {
                     Ok(events) => self.route_all(events, now_ms, &mut out),
@@ -579,8 +605,9 @@ impl Gateway {
                 }
                 for (index, destination) in threads.into_iter().enumerate() {
                     let mut text = text::shutdown_notice();
-                    if self.on(Fault::ShutdownQuotesOutput) && !self.last_output.is_empty() {
-                        text.push_str(&format!(" Last output: {}", self.last_output));
+                    #[cfg(feature = "faults")]
+                    if self.on(Fault::ShutdownQuotesOutput) && !self.memo.last_output.is_empty() {
+                        text.push_str(&format!(" Last output: {}", self.memo.last_output));
                     }
                     if self.on(Fault::ShutdownTextVaries) {
                         text.push_str(&format!(" ({})", destination.chat_id.as_str()));
@@ -623,9 +650,10 @@ impl Gateway {
             if matches!(e.kind, crate::registry::EventKind::Completion { .. }) {
                 self.delivery.record_completion(e.run);
             }
+            #[cfg(feature = "faults")]
             if fault::active(&self.config, Fault::CompletionDedupByProcessId)
                 && matches!(e.kind, crate::registry::EventKind::Completion { .. })
-                && !self.completed_pids.insert(e.process_id.clone())
+                && !self.memo.completed_pids.insert(e.process_id.clone())
             {
                 continue;
             }
@@ -652,10 +680,7 @@ impl Gateway {
                 }
             } else if fault::active(&self.config, Fault::ForegroundRouting) {
                 Ok(router::Routed {
-                    destination: self
-                        .foreground
-                        .clone()
-                        .unwrap_or_else(|| Destination::of(&e.origin)),
+                    destination: self.foreground_or(Destination::of(&e.origin)),
                     source: router::RouteSource::Captured,
                 })
             } else if fault::active(&self.config, Fault::GroupThreadFromKeyOnMiss)
@@ -736,8 +761,9 @@ impl Gateway {
 
     fn flush_now(&mut self, now_ms: u64, out: &mut Vec<Output>) {
         for n in self.delivery.poll(now_ms) {
+            #[cfg(feature = "faults")]
             if self.on(Fault::ResendOnTurnEnd) {
-                self.last_sent.insert(n.destination.clone(), n.clone());
+                self.memo.last_sent.insert(n.destination.clone(), n.clone());
             }
             out.push(Output::Send(n));
         }

@@ -11,7 +11,7 @@
 //! - once fsynced, contents and entries survive.
 //!
 //! [`SimFs`] is a cheap handle (`Rc`); the clones one test hands to several
-//! [`crate::persist::FilePersist`]s share one disk.
+//! [`crate::driver::files::FilePersist`]s share one disk.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -19,8 +19,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use crate::driver::files::FileSystem;
 use crate::gen::Rng;
-use crate::persist::FileSystem;
 
 #[derive(Debug, Clone, Default)]
 struct Inode {
@@ -204,7 +204,8 @@ impl FileSystem for SimFs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::persist::{FilePersist, Persist};
+    use crate::driver::files::FilePersist;
+    use crate::persist::Persist;
 
     /// At every crash point of one replace, under many crash images, the
     /// file reads back as the old bytes or the new ones (STORE-4).

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use procroute::delivery::Notification;
+use procroute::driver::files::FilePersist;
 use procroute::driver::{Adapter, Files, Runtime};
 use procroute::gateway::{Config, Input};
-use procroute::persist::FilePersist;
 use procroute::router::Destination;
 use procroute::{ChatType, Origin};
 

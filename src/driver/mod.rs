@@ -6,6 +6,7 @@
 //! else: it turns process output and exits into inputs, executes the core's
 //! outputs (persist, send), and feeds the adapter's answers back.
 
+pub mod files;
 pub mod process;
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};

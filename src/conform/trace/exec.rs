@@ -57,9 +57,9 @@ pub fn execute_crashing(
     fs.crash_after(crash_after);
     let disk = Disk::Sim {
         files: [
-            crate::persist::FilePersist::with_fs("/gw/store.json", fs.clone()),
-            crate::persist::FilePersist::with_fs("/gw/checkpoint.json", fs.clone()),
-            crate::persist::FilePersist::with_fs("/gw/delivery.json", fs.clone()),
+            crate::driver::files::FilePersist::with_fs("/gw/store.json", fs.clone()),
+            crate::driver::files::FilePersist::with_fs("/gw/checkpoint.json", fs.clone()),
+            crate::driver::files::FilePersist::with_fs("/gw/delivery.json", fs.clone()),
         ],
         fs: fs.clone(),
         rng: Rng::new(seed),
@@ -81,7 +81,7 @@ pub fn execute_crashing(
 enum Disk {
     Memory(BTreeMap<u8, Vec<u8>>),
     Sim {
-        files: [crate::persist::FilePersist<crate::simfs::SimFs>; 3],
+        files: [crate::driver::files::FilePersist<crate::simfs::SimFs>; 3],
         fs: crate::simfs::SimFs,
         rng: Rng,
     },
