@@ -157,137 +157,81 @@ pub fn decode_file(which: crate::gateway::FileKind, data: &[u8]) {
     }
 }
 
-/// A structure-aware trace for `fuzz_targets/trace_vs_model.rs`: small
-/// indices the fuzzer can mutate, mapped onto a well-formed trace (no spawn
-/// of a process id that is still running, the quiescence suffix appended).
+/// A structure-aware trace for `fuzz_targets/trace_vs_model.rs`: the
+/// fuzzer's bytes decoded straight into the protocol's trace language
+/// (`TraceOp`; there is no second op type), made well-formed (no spawn of a
+/// process id that is still running) and given the quiescence suffix:
+/// 1 to 4 threads, 6 process ids, at most 64 operations, a unique token on
+/// every output line.
 #[cfg(feature = "arbitrary")]
-#[derive(Debug, Clone, arbitrary::Arbitrary)]
+#[derive(Debug, Clone)]
 pub struct FuzzTrace {
-    /// How many of `threads` the trace uses (1..=4).
-    pub thread_count: u8,
-    pub threads: [Origin; 4],
-    /// Last, so it takes the rest of the input.
-    pub ops: Vec<FuzzOp>,
+    pub trace: crate::conform::trace::Trace,
 }
 
 #[cfg(feature = "arbitrary")]
-#[derive(Debug, Clone, arbitrary::Arbitrary)]
-pub enum FuzzOp {
-    Message(u8),
-    TurnStart(u8),
-    TurnEnd(u8),
-    Reset(u8),
-    Spawn {
-        thread: u8,
-        process: u8,
-        watch: bool,
-        notify: bool,
-    },
-    Output {
-        process: u8,
-        hit: bool,
-        lines: u8,
-    },
-    Exit {
-        process: u8,
-        code: u8,
-    },
-    Kill(u8),
-    Advance(u16),
-    Adapter(bool),
-    Restart(bool),
-    Shutdown,
-}
-
-#[cfg(feature = "arbitrary")]
-impl FuzzTrace {
-    /// 1 to 4 threads, 6 process ids, at most 64 operations.
-    pub fn to_trace(&self) -> Option<crate::conform::trace::Trace> {
-        use crate::conform::trace::{quiescence, Trace, TraceOp};
+impl<'a> arbitrary::Arbitrary<'a> for FuzzTrace {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<FuzzTrace> {
+        use crate::conform::trace::{quiescence, well_formed_ops, Trace, TraceOp};
         use crate::origin::RawOrigin;
-        let used = usize::from(self.thread_count % 4) + 1;
-        let threads: Vec<RawOrigin> = self
-            .threads
-            .iter()
-            .take(used)
-            .cloned()
-            .map(RawOrigin::from)
-            .collect();
-        let n = threads.len();
-        let t = |i: u8| usize::from(i) % n;
-        let p = |i: u8| format!("p{}", i % 6 + 1);
-        let mut running = std::collections::BTreeSet::new();
+        let n = u.int_in_range(1..=4usize)?;
+        let threads = (0..n)
+            .map(|_| Origin::arbitrary(u).map(RawOrigin::from))
+            .collect::<arbitrary::Result<Vec<_>>>()?;
         let mut ops = Vec::new();
-        let mut token = 0;
-        for op in self.ops.iter().take(64) {
-            ops.push(match op {
-                FuzzOp::Message(i) => TraceOp::Message { thread: t(*i) },
-                FuzzOp::TurnStart(i) => TraceOp::TurnStart { thread: t(*i) },
-                FuzzOp::TurnEnd(i) => TraceOp::TurnEnd { thread: t(*i) },
-                FuzzOp::Reset(i) => TraceOp::Reset { thread: t(*i) },
-                FuzzOp::Spawn {
+        let mut token = 0u32;
+        while ops.len() < 64 && !u.is_empty() {
+            let thread = u.choose_index(n)?;
+            let process = format!("p{}", u.int_in_range(1..=6u8)?);
+            ops.push(match u.int_in_range(0..=11u8)? {
+                0 => TraceOp::Message { thread },
+                1 => TraceOp::TurnStart { thread },
+                2 => TraceOp::TurnEnd { thread },
+                3 => TraceOp::Reset { thread },
+                4 => TraceOp::Spawn {
                     thread,
                     process,
-                    watch,
-                    notify,
-                } => {
-                    if !running.insert(p(*process)) {
-                        continue;
-                    }
-                    TraceOp::Spawn {
-                        thread: t(*thread),
-                        process: p(*process),
-                        watch: if *watch { vec!["MATCH".into()] } else { vec![] },
-                        notify: *notify,
-                    }
-                }
-                FuzzOp::Output {
-                    process,
-                    hit,
-                    lines,
-                } => {
+                    watch: if bool::arbitrary(u)? {
+                        vec!["MATCH".into()]
+                    } else {
+                        vec![]
+                    },
+                    notify: bool::arbitrary(u)?,
+                },
+                5 => {
+                    let hit = bool::arbitrary(u)?;
                     let mut text = String::new();
-                    for _ in 0..=(lines % 4) {
+                    for _ in 0..=u.int_in_range(0..=3u8)? {
                         token += 1;
-                        let pid = p(*process);
                         text.push_str(&format!(
-                            "tok{token}of{pid}{}\n",
-                            if *hit { " MATCH" } else { "" }
+                            "tok{token}of{process}{}\n",
+                            if hit { " MATCH" } else { "" }
                         ));
                     }
-                    TraceOp::Output {
-                        process: p(*process),
-                        text,
-                    }
+                    TraceOp::Output { process, text }
                 }
-                FuzzOp::Exit { process, code } => {
-                    running.remove(&p(*process));
-                    TraceOp::Exit {
-                        process: p(*process),
-                        code: i32::from(*code % 4),
-                    }
-                }
-                FuzzOp::Kill(process) => {
-                    running.remove(&p(*process));
-                    TraceOp::Kill {
-                        process: p(*process),
-                    }
-                }
-                FuzzOp::Advance(ms) => TraceOp::Advance {
-                    ms: u64::from(*ms) * 100,
+                6 => TraceOp::Exit {
+                    process,
+                    code: i32::from(u.int_in_range(0..=3u8)?),
                 },
-                FuzzOp::Adapter(up) => TraceOp::Adapter { up: *up },
-                FuzzOp::Restart(survive) => {
-                    if !*survive {
-                        running.clear();
-                    }
-                    TraceOp::Restart { survive: *survive }
-                }
-                FuzzOp::Shutdown => TraceOp::Shutdown,
+                7 => TraceOp::Kill { process },
+                8 => TraceOp::Advance {
+                    ms: u64::from(u16::arbitrary(u)?) * 100,
+                },
+                9 => TraceOp::Adapter {
+                    up: bool::arbitrary(u)?,
+                },
+                10 => TraceOp::Restart {
+                    survive: bool::arbitrary(u)?,
+                },
+                _ => TraceOp::Shutdown,
             });
         }
+        let mut ops = well_formed_ops(ops);
         ops.extend(quiescence(n));
-        Some(Trace { threads, ops })
+        Ok(FuzzTrace {
+            trace: Trace { threads, ops },
+        })
     }
 }
 

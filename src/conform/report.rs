@@ -70,11 +70,32 @@ impl Report {
             for o in failures.iter().take(100) {
                 let _ = writeln!(
                     out,
-                    "- `{}` [{}]{}: {}",
+                    "- `{}` [{}]{}\n\n  ```text\n{}\n  ```\n",
                     o.id,
                     o.rules.join(", "),
                     if o.expected_failure { " (known)" } else { "" },
-                    o.detail.as_deref().unwrap_or("").replace('\n', " ")
+                    o.detail
+                        .as_deref()
+                        .unwrap_or("")
+                        .trim_end()
+                        .lines()
+                        .map(|l| format!("  {}", l.replace("```", "` ` `")))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
+            }
+            out.push_str("\n</details>\n");
+        }
+        let skipped = self.skipped_by_reason();
+        if !skipped.is_empty() {
+            out.push_str("\n<details><summary>skipped</summary>\n\n");
+            for (why, ids) in &skipped {
+                let _ = writeln!(
+                    out,
+                    "- {} case(s): {}  \n  {}",
+                    ids.len(),
+                    why,
+                    id_list(ids)
                 );
             }
             out.push_str("\n</details>\n");
@@ -87,6 +108,19 @@ impl Report {
             self.skipped()
         );
         out
+    }
+
+    /// Skipped cases grouped by the harness's reason, in first-seen order.
+    pub fn skipped_by_reason(&self) -> Vec<(String, Vec<&str>)> {
+        let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+        for o in &self.outcomes {
+            let Some(why) = &o.skipped else { continue };
+            match groups.iter_mut().find(|(w, _)| w == why) {
+                Some((_, ids)) => ids.push(&o.id),
+                None => groups.push((why.clone(), vec![&o.id])),
+            }
+        }
+        groups
     }
 
     pub fn skipped(&self) -> usize {
@@ -175,6 +209,19 @@ impl Report {
                 let _ = writeln!(out, "  ... and {} more", failures.len() - 50);
             }
         }
+        let skipped = self.skipped_by_reason();
+        if !skipped.is_empty() {
+            let _ = writeln!(out, "\nskipped (the harness's reasons):");
+            for (why, ids) in &skipped {
+                let _ = writeln!(
+                    out,
+                    "  {} case(s): {}\n    {}",
+                    ids.len(),
+                    why,
+                    id_list(ids)
+                );
+            }
+        }
         let _ = writeln!(out);
         if self.skipped() > 0 {
             let _ = writeln!(
@@ -189,6 +236,15 @@ impl Report {
         }
         out
     }
+}
+
+/// At most 10 ids, then how many more.
+fn id_list(ids: &[&str]) -> String {
+    let mut s = ids.iter().take(10).copied().collect::<Vec<_>>().join(", ");
+    if ids.len() > 10 {
+        s.push_str(&format!(" … and {} more", ids.len() - 10));
+    }
+    s
 }
 
 /// `KEY-10` sorts after `KEY-9`, `KEY-C1` after `KEY-9`: split off the
