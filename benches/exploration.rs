@@ -6,8 +6,8 @@
 use divan::counter::ItemsCount;
 use divan::Bencher;
 
-use procroute::conform::trace::{execute, generate, Trace};
-use procroute::model::judge::judge;
+use procroute::check::conform::trace::{execute, generate, Trace};
+use procroute::check::model::judge::judge;
 
 fn main() {
     divan::main();

@@ -6,9 +6,9 @@
 
 use divan::counter::ItemsCount;
 use divan::Bencher;
-use procroute::conform::trace;
+use procroute::check::conform::trace;
+use procroute::check::gen::{self, Rng};
 use procroute::gateway::{Config, Gateway, Input, Output};
-use procroute::gen::{self, Rng};
 use procroute::registry::Completion;
 use procroute::router;
 use procroute::store::{Lane, SessionStore};
@@ -116,7 +116,7 @@ fn conformance_cases(b: Bencher) {
     b.counter(ItemsCount::new(ts.len())).bench(|| {
         for t in &ts {
             let r = trace::execute(t).expect("runs");
-            assert!(procroute::model::judge::judge(t, &r).is_empty());
+            assert!(procroute::check::model::judge::judge(t, &r).is_empty());
         }
     });
 }
@@ -126,7 +126,7 @@ fn conformance_cases(b: Bencher) {
 /// JSON lines both ways, judged by the runner. Includes the harness's start.
 #[divan::bench(sample_count = 5)]
 fn conformance_cases_over_the_protocol(b: Bencher) {
-    use procroute::conform::runner::{run_traces, TraceRun};
+    use procroute::check::conform::runner::{run_traces, TraceRun};
     let cfg = TraceRun {
         seed: 24301,
         cases: 500,

@@ -10,7 +10,7 @@ fn main() {
             .and_then(|a| a.parse().ok())
             .unwrap_or(d)
     };
-    let w = procroute::soak::Workload {
+    let w = procroute::check::soak::Workload {
         processes: arg(1, 100_000),
         events: arg(2, 1_000_000),
         threads: arg(3, 10_000),
@@ -18,7 +18,7 @@ fn main() {
         fail_one_in: 100,
         seed: 1,
     };
-    let r = procroute::soak::run(w);
+    let r = procroute::check::soak::run(w);
     println!("workload: {w:?}");
     println!(
         "{} inputs in {} group commits, {:.1} s: {:.2} µs per input, {:.2} µs per event",
@@ -41,7 +41,7 @@ fn main() {
     for (what, limit, peak) in &r.bounds {
         println!("bound {what}: peak {peak} of {limit}");
     }
-    if let Some(kib) = procroute::soak::peak_rss_kib() {
+    if let Some(kib) = procroute::check::soak::peak_rss_kib() {
         println!("peak RSS {:.1} MiB", kib as f64 / 1024.0);
     }
     if r.unaccounted != 0 || r.undrained != 0 {

@@ -5,32 +5,31 @@
 //! This crate is a specification (`spec/SPEC.md`), an implementation, and a
 //! conformance suite for other implementations. Start at `ARCHITECTURE.md`.
 //!
+//! The product, what a gateway embeds:
 //! - [`origin`]: where a conversation lives, as validated data.
 //! - [`key`]: session keys in the hermes-agent and the canonical dialect.
-//! - [`gen`]: deterministic generators of nasty ids and origins, shared by
-//!   the conformance runner, the differential corpus and the tests.
-//! - [`conform`]: spec vectors, laws and the per-rule report.
+//! - [`store`], [`registry`], [`router`], [`delivery`], [`text`]: the
+//!   sans-IO state machines; [`gateway`]: their facade;
+//!   [`persist`]: the file envelope; [`driver`]: the only I/O.
+//!
+//! The checking kit, [`check`]: the oracle and judge, the conformance
+//! suite and its trace language, generators, the simulated disk, fuzz
+//! bodies. [`fault`] is the test-only bug bank (feature `faults`).
 
 #![forbid(unsafe_code)]
 
-pub mod conform;
+pub mod check;
 pub mod delivery;
 pub mod driver;
 pub mod fault;
-pub mod fuzzing;
 pub mod gateway;
-pub mod gen;
 pub mod key;
-pub mod model;
 pub mod origin;
 pub mod persist;
 pub mod registry;
 pub mod router;
-pub mod simfs;
-pub mod soak;
 pub mod store;
 pub mod text;
-pub mod timing;
 
 pub use key::{KeyError, KeyFields, Policy, Profile};
 pub use origin::{ChatType, Id, Origin, OriginError, Platform};

@@ -1,7 +1,9 @@
 //! `--only` / `--skip` globs, `--shard I/N` partitions, known failures.
 
-use procroute::conform::select::{apply_known_failures, glob, parse_known_failures, Selection};
-use procroute::conform::Outcome;
+use procroute::check::conform::select::{
+    apply_known_failures, glob, parse_known_failures, Selection,
+};
+use procroute::check::conform::Outcome;
 
 #[test]
 fn globs_match_stable_ids() {

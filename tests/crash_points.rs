@@ -9,9 +9,9 @@
 //! `CRASH_TRACES=N` runs N traces (default 60); the long run is
 //! `CRASH_TRACES=2000 cargo test --release --test crash_points`.
 
-use procroute::conform::trace::{self, CrashRun, Trace, TraceOp};
+use procroute::check::conform::trace::{self, CrashRun, Trace, TraceOp};
+use procroute::check::simfs::SimFs;
 use procroute::gateway::Config;
-use procroute::simfs::SimFs;
 
 fn traces() -> usize {
     std::env::var("CRASH_TRACES")
@@ -69,13 +69,13 @@ fn check(t: &Trace, fs: SimFs, point: usize, image: u64) -> Option<String> {
     // The gateway crashed during that step and recovered with its
     // processes alive: the one judge, told where.
     let crashes: std::collections::BTreeSet<usize> = run.crashed_at.into_iter().collect();
-    let v = procroute::model::judge::judge_with(&judged, &run.result, &crashes);
+    let v = procroute::check::model::judge::judge_with(&judged, &run.result, &crashes);
     (!v.is_empty()).then(|| {
         format!(
             "crash point {point} (step {:?}: {:?}), image {image}: {v:?}\n{}",
             run.crashed_at,
             run.crashed_at.map(|s| &t.ops[s]),
-            procroute::conform::render::timeline_text(&judged, &run.result)
+            procroute::check::conform::render::timeline_text(&judged, &run.result)
         )
     })
 }

@@ -12,10 +12,10 @@ use proptest::strategy::Strategy;
 use proptest::test_runner::{Config as PtConfig, RngAlgorithm, TestError, TestRng, TestRunner};
 use std::cell::Cell;
 
-use procroute::conform::trace::{execute, file, Trace, TraceFile};
+use procroute::check::conform::trace::{execute, file, Trace, TraceFile};
+use procroute::check::model::judge::{exercised, judge};
 use procroute::fault::Fault;
 use procroute::gateway::Config;
-use procroute::model::judge::{exercised, judge};
 
 /// Cases the suite gets to find each fault.
 const BUDGET: u32 = 2_000;
@@ -75,18 +75,19 @@ fn every_historical_fault_is_caught() {
         let (cases, why, trace) = hunt(fault);
         // proptest shrinks ops, not the thread pool: the trace shrinker
         // drops threads only the quiescence suffix names.
-        let suffix = procroute::conform::trace::quiescence(trace.threads.len()).len();
-        let (trace, _) = procroute::conform::trace::shrink(&trace, suffix, 200, |c| {
+        let suffix = procroute::check::conform::trace::quiescence(trace.threads.len()).len();
+        let (trace, _) = procroute::check::conform::trace::shrink(&trace, suffix, 200, |c| {
             traces::check(c, with(fault)).is_err()
         });
-        let body =
-            trace.ops.len() - procroute::conform::trace::quiescence(trace.threads.len()).len();
+        let body = trace.ops.len()
+            - procroute::check::conform::trace::quiescence(trace.threads.len()).len();
         report.push_str(&format!(
             "{fault:?}: caught after {cases} case(s), shrunk to {body} step(s) (+ quiescence)\n  {why}\n"
         ));
         assert!(cases <= BUDGET);
         // The shrunk trace is a counterexample the judge names by rule.
-        let faulty = procroute::conform::trace::execute_with(&trace, with(fault)).expect("runs");
+        let faulty =
+            procroute::check::conform::trace::execute_with(&trace, with(fault)).expect("runs");
         let v = judge(&trace, &faulty);
         assert!(!v.is_empty() || why.contains("INV-8"), "{fault:?}: {why}");
         if write {
@@ -142,7 +143,7 @@ fn without_a_fault_the_suite_passes() {
 /// boundary (`procroute harness --fault …`), shrunk through the harness.
 #[test]
 fn faults_are_found_and_shrunk_over_the_protocol() {
-    use procroute::conform::runner;
+    use procroute::check::conform::runner;
     let exe = env!("CARGO_BIN_EXE_procroute");
     for fault in [
         "foreground_routing",

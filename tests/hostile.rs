@@ -4,9 +4,9 @@
 //! quoted, escaped and truncated; it never changes where a notification
 //! goes, and ids with any characters never do either.
 
+use procroute::check::gen::{self, Rng};
 use procroute::delivery::Notification;
 use procroute::gateway::{Config, Gateway, Input, Output};
-use procroute::gen::{self, Rng};
 use procroute::registry::{Completion, RunId};
 use procroute::router::Destination;
 use procroute::Origin;

@@ -8,7 +8,7 @@
 #[path = "support/traces.rs"]
 mod traces;
 
-use procroute::conform::trace::TraceOp;
+use procroute::check::conform::trace::TraceOp;
 use procroute::gateway::Config;
 use proptest::prelude::*;
 use traces::{check, contents, finish, fixed_threads, generated_threads, label, ops, trace};

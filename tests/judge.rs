@@ -7,9 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use procroute::conform::trace::{execute, generate, Observed, Trace, TraceOp, TraceResult};
-use procroute::model::judge::judge;
-use procroute::model::oracle::{predict, Fate, Kind, Verdict};
+use procroute::check::conform::trace::{execute, generate, Observed, Trace, TraceOp, TraceResult};
+use procroute::check::model::judge::judge;
+use procroute::check::model::oracle::{predict, Fate, Kind, Verdict};
 use procroute::origin::RawOrigin;
 use proptest::prelude::*;
 
@@ -55,7 +55,7 @@ fn none() -> BTreeSet<usize> {
     BTreeSet::new()
 }
 
-fn rules(v: &[procroute::model::judge::Violation]) -> Vec<&str> {
+fn rules(v: &[procroute::check::model::judge::Violation]) -> Vec<&str> {
     v.iter().map(|x| x.rule.as_str()).collect()
 }
 
@@ -121,7 +121,7 @@ fn proc_5_three_strikes_promote() {
     );
     assert_eq!(
         p.items[4].promise,
-        Some(procroute::model::oracle::Promise::Promoted)
+        Some(procroute::check::model::oracle::Promise::Promoted)
     );
 }
 
@@ -296,7 +296,7 @@ fn inv_7_unpromised_completion() {
     assert!(judge(&t, &r).is_empty());
     r.deliveries.push(Observed {
         step: 2,
-        destination: procroute::model::oracle::Place {
+        destination: procroute::check::model::oracle::Place {
             platform: "telegram".into(),
             chat_type: "group".into(),
             chat_id: "-100".into(),
@@ -325,7 +325,7 @@ proptest! {
     #[test]
     fn generated_traces_are_judged_clean(seed in any::<u64>(), steps in 1usize..48) {
         let t = generate(seed, steps);
-        prop_assert!(procroute::conform::trace::well_formed(&t));
+        prop_assert!(procroute::check::conform::trace::well_formed(&t));
         let r = execute(&t).map_err(TestCaseError::fail)?;
         let v = judge(&t, &r);
         prop_assert!(v.is_empty(), "{:?}", v);
@@ -334,17 +334,17 @@ proptest! {
 
 // ------------------------------------------------------- the import boundary
 
-/// The model shares no logic with what it checks: `src/model/` imports
+/// The model shares no logic with what it checks: `src/check/model/` imports
 /// nothing from the router, registry, delivery engine, store, keys,
 /// gateway, texts or fault switch (INV-7 would be vacuous otherwise).
 #[test]
 fn the_model_imports_nothing_it_judges() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/model");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/check/model");
     let forbidden = [
         "router", "registry", "delivery", "store", "key", "gateway", "text", "fault", "driver",
     ];
     let mut files = 0;
-    for e in std::fs::read_dir(dir).expect("src/model") {
+    for e in std::fs::read_dir(dir).expect("src/check/model") {
         let path = e.expect("entry").path();
         let src = std::fs::read_to_string(&path).expect("readable");
         files += 1;

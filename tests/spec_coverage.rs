@@ -57,7 +57,10 @@ fn every_rule_of_the_spec_is_cited() {
         .collect();
     assert!(all.len() >= 70, "rules not found: {}", all.len());
     let text = tests_text() + include_str!("../spec/vectors/keys.json");
-    let judged: BTreeSet<&str> = procroute::model::judge::JUDGED.iter().copied().collect();
+    let judged: BTreeSet<&str> = procroute::check::model::judge::JUDGED
+        .iter()
+        .copied()
+        .collect();
     let missing: Vec<&String> = all
         .iter()
         .filter(|id| {
@@ -83,8 +86,8 @@ fn every_law_has_a_generated_check() {
     let law_sources = [
         "tests/key_laws.rs",
         "tests/dialect_laws.rs",
-        "src/conform/laws.rs",
-        "src/conform/dialect.rs",
+        "src/check/conform/laws.rs",
+        "src/check/conform/dialect.rs",
     ]
     .map(|p| std::fs::read_to_string(dir.join(p)).unwrap_or_default())
     .join("\n");
@@ -94,4 +97,68 @@ fn every_law_has_a_generated_check() {
             "{law} is a law but no law check names it"
         );
     }
+}
+
+/// ARCHITECTURE.md's codemap is exactly true: every source file (Rust under
+/// `src/`, `tests/`, `benches/`, `examples/`, `fuzz/fuzz_targets/`, and
+/// `build.rs`) is named there by its path, and every path it names in
+/// backticks exists.
+#[test]
+fn architecture_lists_every_file_and_nothing_else() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for d in ["src", "tests", "benches", "examples", "fuzz/fuzz_targets"] {
+        walk(&root.join(d), &mut files);
+    }
+    files.push(root.join("build.rs"));
+    let mut missing = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(root)
+            .expect("under the root")
+            .to_string_lossy()
+            .replace('\\', "/");
+        // A folder named as a whole (`fuzz/fuzz_targets/`) covers its files.
+        let covered = doc.contains(&format!("`{rel}`"))
+            || (rel.starts_with("fuzz/fuzz_targets/") && doc.contains("`fuzz/fuzz_targets/`"));
+        if !covered {
+            missing.push(rel);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md does not list {missing:?}"
+    );
+    let mut stale = Vec::new();
+    for piece in doc.split('`').skip(1).step_by(2) {
+        let looks_like_path = piece.contains('/')
+            && !piece.contains(' ')
+            && !piece.contains("::")
+            && (piece.ends_with(".rs")
+                || piece.ends_with('/')
+                || piece.ends_with(".md")
+                || piece.ends_with(".json")
+                || piece.ends_with(".py"));
+        if looks_like_path && !piece.contains('*') && !root.join(piece).exists() {
+            stale.push(piece.to_owned());
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "ARCHITECTURE.md names paths that do not exist: {stale:?}"
+    );
 }

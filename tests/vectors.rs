@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use procroute::conform::vectors::{self, KeyVectors};
+use procroute::check::conform::vectors::{self, KeyVectors};
 
 const SPEC: &str = include_str!("../spec/SPEC.md");
 
@@ -119,7 +119,7 @@ fn duplicate_ids_are_rejected_with_the_id() {
 /// failed (KEY laws, spec S-4).
 #[test]
 fn conform_builtin_passes() {
-    let report = procroute::conform::run_builtin(procroute::conform::Config {
+    let report = procroute::check::conform::run_builtin(procroute::check::conform::Config {
         seed: 7,
         cases: 300,
     })

@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    procroute::fuzzing::decode_file(procroute::gateway::FileKind::Store, data);
+    procroute::check::fuzzing::decode_file(procroute::gateway::FileKind::Store, data);
 });

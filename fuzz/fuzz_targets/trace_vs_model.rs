@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use procroute::fuzzing::FuzzTrace;
+use procroute::check::fuzzing::FuzzTrace;
 
 fuzz_target!(|input: FuzzTrace| {
-    procroute::fuzzing::trace_vs_model(&input.trace);
+    procroute::check::fuzzing::trace_vs_model(&input.trace);
 });

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use procroute::conform::{self, Config};
-use procroute::gen::{self, Rng};
+use procroute::check::conform::{self, Config};
+use procroute::check::gen::{self, Rng};
 use procroute::key::{canonical, hermes};
 use procroute::origin::RawOrigin;
 
@@ -320,7 +320,7 @@ fn main() -> ExitCode {
                 eprintln!("procroute: reading the corpus: {e}");
                 return ExitCode::from(2);
             }
-            match procroute::timing::run(&corpus, rounds.max(1)) {
+            match procroute::check::timing::run(&corpus, rounds.max(1)) {
                 Ok(v) => {
                     println!("{v}");
                     ExitCode::SUCCESS
@@ -359,7 +359,7 @@ fn replay(
     save: Option<Option<std::path::PathBuf>>,
     json: bool,
 ) -> ExitCode {
-    use procroute::conform::trace::TraceFile;
+    use procroute::check::conform::trace::TraceFile;
     let (program, args) = match harness_command(&implementation) {
         Ok(c) => c,
         Err(e) => {

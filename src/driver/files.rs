@@ -2,7 +2,7 @@
 //! atomic replace (temp file, fsync, rename, fsync of the directory), so a
 //! reader sees the old file or the new one, never a mix (STORE-4). Every
 //! file operation goes through the [`FileSystem`] seam: [`RealFs`] in
-//! production, the simulated crashing disk ([`crate::simfs::SimFs`]) in the
+//! production, the simulated crashing disk ([`crate::check::simfs::SimFs`]) in the
 //! crash-point tests.
 
 use std::fs::{self, File, OpenOptions};
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::persist::{FileProblem, Persist, PersistError, MAX_FILE_BYTES};
 
 /// The file operations [`FilePersist`] needs, so that a simulated disk
-/// ([`crate::simfs::SimFs`]) can stand in for the real one and crash at
+/// ([`crate::check::simfs::SimFs`]) can stand in for the real one and crash at
 /// every write, fsync and rename.
 pub trait FileSystem {
     /// The file's length, or `None` if it does not exist.

@@ -1,13 +1,13 @@
 //! Shrinkable generators for the key tests (proptest and quickcheck).
 //!
-//! They draw from the same shapes as `procroute::gen` (real platform ids and
+//! They draw from the same shapes as `procroute::check::gen` (real platform ids and
 //! nasty pieces) so the conformance laws and these tests explore the same
 //! space; here every value shrinks towards a short, still-valid id.
 #![allow(dead_code)]
 
 use proptest::prelude::*;
 
-use procroute::gen::{NASTY_PIECES, REAL_IDS};
+use procroute::check::gen::{NASTY_PIECES, REAL_IDS};
 use procroute::key::{Policy, Profile};
 use procroute::origin::{ChatType, Field, Id, Origin, Platform, MAX_ID_BYTES};
 
@@ -36,7 +36,7 @@ pub fn id(field: Field) -> impl Strategy<Value = Id> {
 
 pub fn origin() -> impl Strategy<Value = Origin> {
     (
-        proptest::sample::select(procroute::gen::PLATFORMS),
+        proptest::sample::select(procroute::check::gen::PLATFORMS),
         proptest::sample::select(&ChatType::ALL[..]),
         id(Field::ChatId),
         proptest::option::of(id(Field::ThreadId)),
@@ -100,8 +100,11 @@ use quickcheck::Arbitrary;
 
 impl Arbitrary for QcOrigin {
     fn arbitrary(g: &mut quickcheck::Gen) -> QcOrigin {
-        let platform =
-            Platform::new(*g.choose(procroute::gen::PLATFORMS).expect("non-empty")).expect("valid");
+        let platform = Platform::new(
+            *g.choose(procroute::check::gen::PLATFORMS)
+                .expect("non-empty"),
+        )
+        .expect("valid");
         let chat_type = *g.choose(&ChatType::ALL).expect("non-empty");
         let chat = qc_id(g, Field::ChatId);
         let thread = bool::arbitrary(g).then(|| qc_id(g, Field::ThreadId));

@@ -4,17 +4,17 @@
 //! only internals can show (INV-8 after every tick), judge with the one
 //! judge. There is no op language, executor or judge here: ops are
 //! `TraceOp`, execution is `conform::trace::Execution`, the judge is
-//! `procroute::model::judge`.
+//! `procroute::check::model::judge`.
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-use procroute::conform::render;
-use procroute::conform::trace::{
+use procroute::check::conform::render;
+use procroute::check::conform::trace::{
     quiescence, well_formed_ops, Execution, Trace, TraceOp, TraceResult,
 };
+use procroute::check::model::judge::{judge, Violation};
 use procroute::gateway::Config;
-use procroute::model::judge::{judge, Violation};
 use procroute::origin::RawOrigin;
 
 /// Process ids the strategies draw from: few, so ids are spawned again
@@ -62,7 +62,7 @@ pub fn fixed_threads() -> Vec<RawOrigin> {
 
 /// A family of related threads from the conformance generator.
 pub fn generated_threads(seed: u64) -> Vec<RawOrigin> {
-    procroute::conform::trace::generate_threads(&mut procroute::gen::Rng::new(seed))
+    procroute::check::conform::trace::generate_threads(&mut procroute::check::gen::Rng::new(seed))
 }
 
 fn process() -> impl Strategy<Value = String> {

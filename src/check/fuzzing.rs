@@ -99,7 +99,9 @@ pub fn key_roundtrip(origin: &Origin, group: bool, thread: bool, profile: bool) 
     );
     match hermes::build(origin, &policy) {
         Ok(hkey) => {
-            if let Some(why) = crate::conform::laws::hermes_contradiction(origin, &policy, &hkey) {
+            if let Some(why) =
+                crate::check::conform::laws::hermes_contradiction(origin, &policy, &hkey)
+            {
                 panic!("KEY-H5: {why}");
             }
         }
@@ -166,13 +168,13 @@ pub fn decode_file(which: crate::gateway::FileKind, data: &[u8]) {
 #[cfg(feature = "arbitrary")]
 #[derive(Debug, Clone)]
 pub struct FuzzTrace {
-    pub trace: crate::conform::trace::Trace,
+    pub trace: crate::check::conform::trace::Trace,
 }
 
 #[cfg(feature = "arbitrary")]
 impl<'a> arbitrary::Arbitrary<'a> for FuzzTrace {
     fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<FuzzTrace> {
-        use crate::conform::trace::{quiescence, well_formed_ops, Trace, TraceOp};
+        use crate::check::conform::trace::{quiescence, well_formed_ops, Trace, TraceOp};
         use crate::origin::RawOrigin;
         let n = u.int_in_range(1..=4usize)?;
         let threads = (0..n)
@@ -236,9 +238,9 @@ impl<'a> arbitrary::Arbitrary<'a> for FuzzTrace {
 }
 
 /// `fuzz_targets/trace_vs_model.rs`: the built-in gateway runs the trace
-/// and the one judge (`crate::model::judge`) holds it to the oracle; any violation or
+/// and the one judge (`crate::check::model::judge`) holds it to the oracle; any violation or
 /// execution error panics with the rendered timeline.
-pub fn trace_vs_model(trace: &crate::conform::trace::Trace) {
+pub fn trace_vs_model(trace: &crate::check::conform::trace::Trace) {
     if let Err(why) = trace_vs_model_with(trace, crate::gateway::Config::default()) {
         panic!("{why}");
     }
@@ -247,13 +249,13 @@ pub fn trace_vs_model(trace: &crate::conform::trace::Trace) {
 /// [`trace_vs_model`] under a gateway configuration (tests switch on a
 /// historical fault to show the target catches it).
 pub fn trace_vs_model_with(
-    trace: &crate::conform::trace::Trace,
+    trace: &crate::check::conform::trace::Trace,
     config: crate::gateway::Config,
 ) -> Result<(), String> {
-    use crate::conform::{render, trace};
+    use crate::check::conform::{render, trace};
     let result =
         trace::execute_with(trace, config).map_err(|e| format!("execution failed: {e}"))?;
-    let v = crate::model::judge::judge(trace, &result);
+    let v = crate::check::model::judge::judge(trace, &result);
     if v.is_empty() {
         Ok(())
     } else {

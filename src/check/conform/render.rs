@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::trace::{Trace, TraceOp, TraceResult};
-use crate::model::oracle::Place;
+use crate::check::model::oracle::Place;
 
 fn lane_of(trace: &Trace, d: &Place) -> Option<usize> {
     trace.threads.iter().position(|t| {

@@ -1,7 +1,7 @@
 //! The generator: families of related threads and rule-reaching scenarios.
 
 use super::{quiescence, Trace, TraceOp};
-use crate::gen::{self, Rng};
+use crate::check::gen::{self, Rng};
 use crate::origin::{Origin, RawOrigin};
 
 /// nasty-id generators, then relatives of it — another topic of the same

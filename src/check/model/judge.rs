@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::oracle::{self, Expected, Fate, Hold, Kind, Place, Prediction, Promise, Verdict};
-use crate::conform::trace::{Cause, Observed, Trace, TraceOp, TraceResult};
+use crate::check::conform::trace::{Cause, Observed, Trace, TraceOp, TraceResult};
 
 /// A value as JSON, the protocol's vocabulary for what a report shows.
 fn j<T: Serialize + ?Sized>(v: &T) -> String {

@@ -2,7 +2,7 @@
 //! that name threads by index and processes by id, and what a harness
 //! reports. Generated cases, the property tests, the fuzzer, the crash-point
 //! tests, stored counterexamples (`spec/vectors/traces/`) and `procroute
-//! replay` all speak it; the one judge (`crate::model::judge`) holds a
+//! replay` all speak it; the one judge (`crate::check::model::judge`) holds a
 //! report to the oracle's prediction.
 //!
 //! - [`exec`] — the built-in implementation's executor (memory or crashing
@@ -27,8 +27,8 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use crate::check::model::oracle::{Kind, Place};
 use crate::delivery::{DeadCause, NoticeKind};
-use crate::model::oracle::{Kind, Place};
 use crate::origin::RawOrigin;
 use crate::router::Destination;
 

@@ -175,7 +175,7 @@ impl Report {
                 c.traces
             );
             let mut line = String::new();
-            for (i, rule) in crate::model::judge::JUDGED.iter().enumerate() {
+            for (i, rule) in crate::check::model::judge::JUDGED.iter().enumerate() {
                 let n = c.by_rule.get(*rule).copied().unwrap_or(0);
                 let pct = 100.0 * n as f64 / c.traces.max(1) as f64;
                 let _ = write!(line, "{:<10} {:>5} {:>5.1}%   ", rule, n, pct);

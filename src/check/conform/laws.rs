@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::{Config, Outcome};
-use crate::gen::{self, Rng};
+use crate::check::gen::{self, Rng};
 use crate::key::{canonical, hermes, Determined, KeyFields, Policy};
 use crate::origin::{Field, Id, Origin};
 

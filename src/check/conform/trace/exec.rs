@@ -6,9 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{kind, place, Observed, Trace, TraceOp, TraceResult};
+use crate::check::gen::Rng;
 use crate::delivery::NotificationId;
 use crate::gateway::{Config, Effect, FileKind, Gateway, Input, Output};
-use crate::gen::Rng;
 use crate::origin::Origin;
 use crate::registry::{Completion, RunId};
 
@@ -41,7 +41,7 @@ pub struct CrashRun {
 }
 
 /// Runs `trace` with the three files on a simulated disk
-/// ([`crate::simfs::SimFs`]) that fails at its `crash_after`-th operation:
+/// ([`crate::check::simfs::SimFs`]) that fails at its `crash_after`-th operation:
 /// the gateway dies there (the rest of that step's outputs never happen),
 /// the machine restarts with a crash image chosen by `seed` (unsynced data
 /// lost or torn, unsynced renames lost), the gateway recovers from the files
@@ -50,7 +50,7 @@ pub struct CrashRun {
 pub fn execute_crashing(
     trace: &Trace,
     config: Config,
-    fs: crate::simfs::SimFs,
+    fs: crate::check::simfs::SimFs,
     crash_after: usize,
     seed: u64,
 ) -> Result<CrashRun, String> {
@@ -81,8 +81,8 @@ pub fn execute_crashing(
 enum Disk {
     Memory(BTreeMap<u8, Vec<u8>>),
     Sim {
-        files: [crate::driver::files::FilePersist<crate::simfs::SimFs>; 3],
-        fs: crate::simfs::SimFs,
+        files: [crate::driver::files::FilePersist<crate::check::simfs::SimFs>; 3],
+        fs: crate::check::simfs::SimFs,
         rng: Rng,
     },
 }

@@ -10,7 +10,7 @@ use crate::key::{canonical, hermes, KeyFields, Policy};
 use crate::origin::{Origin, RawOrigin};
 
 /// `spec/vectors/keys.json`, compiled in so the binary is self-contained.
-pub const KEYS_JSON: &str = include_str!("../../spec/vectors/keys.json");
+pub const KEYS_JSON: &str = include_str!("../../../spec/vectors/keys.json");
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

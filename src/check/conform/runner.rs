@@ -310,7 +310,7 @@ pub struct TraceRun {
 
 /// The rules a trace case is judged on; a case cites the ones its trace
 /// exercises (from the model's view).
-const TRACE_RULES: &[&str] = crate::model::judge::JUDGED;
+const TRACE_RULES: &[&str] = crate::check::model::judge::JUDGED;
 
 /// How many generated traces exercised each judged rule (from the model's
 /// view of the trace, not from what the implementation did).
@@ -446,7 +446,7 @@ fn save(
     n: usize,
     id: &str,
     started: &Started,
-    v: &crate::model::judge::Violation,
+    v: &crate::check::model::judge::Violation,
     trace: &super::trace::Trace,
     shrunk_from: Option<(&str, usize)>,
 ) -> Option<std::path::PathBuf> {
@@ -460,7 +460,7 @@ fn save(
         } else {
             id.to_owned()
         },
-        rules: crate::model::judge::exercised(trace)
+        rules: crate::check::model::judge::exercised(trace)
             .into_iter()
             .map(str::to_owned)
             .collect(),
@@ -511,7 +511,7 @@ pub fn body_len(trace: &super::trace::Trace) -> usize {
 /// A failure's detail: every violation as `RULE: reason` (the first is the
 /// headline), then the timeline.
 pub fn failure_detail(
-    violations: &[crate::model::judge::Violation],
+    violations: &[crate::check::model::judge::Violation],
     trace: &super::trace::Trace,
     result: &super::trace::TraceResult,
     note: &str,
@@ -553,7 +553,7 @@ fn run_stored(
         *seq += 1;
         match run_trace_case(h, *seq, &f.trace, timeout) {
             Ok(result) => {
-                let v = crate::model::judge::judge(&f.trace, &result);
+                let v = crate::check::model::judge::judge(&f.trace, &result);
                 if v.is_empty() {
                     out.push(Outcome::pass(f.id, &rules));
                 } else {
@@ -598,7 +598,7 @@ pub fn run_traces_covered(
     wants: impl Fn(&str) -> bool,
 ) -> Result<(Vec<Outcome>, Coverage), String> {
     use super::trace::{generate, quiescence, shrink};
-    use crate::model::judge::judge;
+    use crate::check::model::judge::judge;
     let mut coverage = Coverage::default();
     let mut h = Harness::spawn(program, args)?;
     if cfg.validate {
@@ -642,7 +642,7 @@ pub fn run_traces_covered(
             cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64),
             cfg.max_steps,
         );
-        let exercised = crate::model::judge::exercised(&trace);
+        let exercised = crate::check::model::judge::exercised(&trace);
         coverage.traces += 1;
         for r in &exercised {
             *coverage.by_rule.entry((*r).to_owned()).or_default() += 1;
@@ -761,7 +761,7 @@ pub struct Replay {
     pub verdict: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
-    pub violations: Vec<crate::model::judge::Violation>,
+    pub violations: Vec<crate::check::model::judge::Violation>,
     /// Where the report differs from the observations the file lists
     /// (informative: the verdict is the judge's).
     pub differences: Vec<String>,
@@ -806,7 +806,7 @@ pub fn replay(
     h.stop();
     match outcome {
         Ok(result) => {
-            r.violations = crate::model::judge::judge(&file.trace, &result);
+            r.violations = crate::check::model::judge::judge(&file.trace, &result);
             r.differences = file.expect.differences(&result);
             r.verdict = if r.violations.is_empty() {
                 "pass"

@@ -19,8 +19,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use crate::check::gen::Rng;
 use crate::driver::files::FileSystem;
-use crate::gen::Rng;
 
 #[derive(Debug, Clone, Default)]
 struct Inode {

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-pub const PROTOCOL_SCHEMA: &str = include_str!("../../spec/schema/protocol-v1.json");
+pub const PROTOCOL_SCHEMA: &str = include_str!("../../../spec/schema/protocol-v1.json");
 
 pub struct Schema {
     root: Value,

@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::conform::trace::{Trace, TraceOp};
+use crate::check::conform::trace::{Trace, TraceOp};
 
 /// The spec's numbers (PROC-4..PROC-7, DELIVER-4), typed in from SPEC.md.
 pub mod spec {

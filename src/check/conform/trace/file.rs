@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{well_formed, Cause, Observed, Trace, TraceResult};
-use crate::model::oracle::{Kind, Place};
+use crate::check::model::oracle::{Kind, Place};
 use crate::origin::Origin;
 
 /// Traces longer than this are refused when read (a stored counterexample

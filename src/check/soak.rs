@@ -12,9 +12,9 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
+use crate::check::gen::Rng;
 use crate::delivery::NotificationId;
 use crate::gateway::{Config, Gateway, Input, Output};
-use crate::gen::Rng;
 use crate::origin::{ChatType, Origin};
 use crate::registry::{Completion, RunId};
 

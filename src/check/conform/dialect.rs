@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use super::protocol::{Command, RunReply};
 use super::runner::Harness;
 use super::Outcome;
-use crate::gen::{self, Rng};
+use crate::check::gen::{self, Rng};
 use crate::origin::{Origin, RawOrigin};
 
 /// Operations a harness lists to have its dialect checked.
