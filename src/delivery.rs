@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fault::{Fault, Switch};
+use crate::fault::{fault_on, Switch};
 use crate::persist::{self, FileProblem};
 use crate::registry::RunId;
 use crate::router::Destination;
@@ -239,7 +239,7 @@ impl DeliveryEngine {
             });
         }
         self.queued_ids.insert(n.id);
-        let first = self.fault.on(Fault::CompletionFirst) && n.kind == NoticeKind::Completion;
+        let first = fault_on!(self.fault, CompletionFirst) && n.kind == NoticeKind::Completion;
         let q = self.queues.entry(n.destination.clone()).or_default();
         let p = Pending {
             n,
@@ -274,7 +274,7 @@ impl DeliveryEngine {
     pub fn poll(&mut self, now_ms: u64) -> Vec<Notification> {
         let mut out = Vec::new();
         for (dest, q) in self.queues.iter_mut() {
-            if self.busy.contains(dest) && !self.fault.on(Fault::DeliverIntoBusyThread) {
+            if self.busy.contains(dest) && !fault_on!(self.fault, DeliverIntoBusyThread) {
                 continue;
             }
             if let Some(head) = q.front_mut() {
@@ -308,7 +308,7 @@ impl DeliveryEngine {
                 let head = q.front_mut().expect("found above");
                 head.in_flight = false;
                 head.last_error = Some(reason.clone());
-                let max = self.limits.max_attempts - u32::from(self.fault.on(Fault::FiveAttempts));
+                let max = self.limits.max_attempts - u32::from(fault_on!(self.fault, FiveAttempts));
                 if head.attempts >= max {
                     let p = q.pop_front().expect("found above");
                     self.queued_ids.remove(&id);
@@ -325,12 +325,12 @@ impl DeliveryEngine {
                         .backoff_base_ms
                         .saturating_mul(1 << shift)
                         .min(self.limits.backoff_max_ms);
-                    head.not_before_ms = if self.fault.on(Fault::NoBackoff) {
+                    head.not_before_ms = if fault_on!(self.fault, NoBackoff) {
                         now_ms
                     } else {
                         now_ms.saturating_add(backoff)
                     };
-                    if self.fault.on(Fault::RetryNotBlocking) && q.len() > 1 {
+                    if fault_on!(self.fault, RetryNotBlocking) && q.len() > 1 {
                         // "Retry later": the failed one goes to the back.
                         if let Some(p) = q.pop_front() {
                             q.push_back(p);
@@ -434,7 +434,7 @@ impl DeliveryEngine {
     /// idempotent adapter dedupes on.
     pub fn encode(&self) -> Vec<u8> {
         let body = Body {
-            queues: if self.fault.on(Fault::QueueNotPersisted) {
+            queues: if fault_on!(self.fault, QueueNotPersisted) {
                 Vec::new()
             } else {
                 self.queues

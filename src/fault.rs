@@ -4,16 +4,38 @@
 //! TESTING.md). Release builds never enable the feature, and without it
 //! [`Switch::on`] is a constant `false` that the optimiser removes.
 
+#[cfg(feature = "faults")]
 use serde::{Deserialize, Serialize};
+
+/// Whether the bank's fault `$name` is on in `$switch` (a [`Switch`]).
+/// Without the feature this is the constant `false` and names no fault:
+/// the hooks' conditions do not exist in a release build (the code they
+/// guard is type-checked and then removed as dead).
+macro_rules! fault_on {
+    ($switch:expr, $name:ident) => {{
+        #[cfg(feature = "faults")]
+        {
+            $switch.on($crate::fault::Fault::$name)
+        }
+        #[cfg(not(feature = "faults"))]
+        {
+            let _ = &$switch;
+            false
+        }
+    }};
+}
+pub(crate) use fault_on;
 
 macro_rules! faults {
     ($( $(#[doc = $doc:literal])* $name:ident => $rule:literal, )*) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
+        #[cfg(feature = "faults")]
         pub enum Fault {
             $( $(#[doc = $doc])* $name, )*
         }
 
+        #[cfg(feature = "faults")]
         impl Fault {
             /// Every fault of the bank, in order.
             pub const ALL: &'static [Fault] = &[$(Fault::$name,)*];
@@ -109,6 +131,7 @@ faults! {
     CaseFoldedLanes => "INV-1",
 }
 
+#[cfg(feature = "faults")]
 impl Fault {
     /// The six historical routing bugs (the property tests hunt these).
     pub const HISTORICAL: [Fault; 6] = [
@@ -147,22 +170,11 @@ impl Switch {
         }
     }
 
+    /// Whether `fault` is the one switched on (use [`fault_on!`], which
+    /// compiles to `false` without the feature).
+    #[cfg(feature = "faults")]
     #[inline]
     pub fn on(self, fault: Fault) -> bool {
-        #[cfg(feature = "faults")]
-        {
-            self.0 == Some(fault)
-        }
-        #[cfg(not(feature = "faults"))]
-        {
-            let _ = fault;
-            false
-        }
+        self.0 == Some(fault)
     }
-}
-
-/// Whether `fault` is switched on in `config`.
-#[inline]
-pub fn active(config: &crate::gateway::Config, fault: Fault) -> bool {
-    Switch::of(config).on(fault)
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::delivery::{
     DeadCause, DeliveryEngine, DeliveryLimits, NoticeKind, Notification, NotificationId,
 };
-use crate::fault::{self, Fault};
+use crate::fault::{self, fault_on};
 use crate::key::Policy;
 use crate::origin::Origin;
 use crate::persist::FileProblem;
@@ -204,27 +204,23 @@ impl Gateway {
         self
     }
 
-    fn on(&self, f: Fault) -> bool {
-        fault::active(&self.config, f)
-    }
-
     /// Test-only: what a faulty renderer would have made of a text.
     fn faulty_text(&self, mut text: String) -> String {
-        if self.on(Fault::SuppressedNotShown) {
+        if fault_on!(fault::Switch::of(&self.config), SuppressedNotShown) {
             if let Some(i) = text.rfind("\n(") {
                 if text[i..].contains("suppressed") {
                     text.truncate(i);
                 }
             }
         }
-        if self.on(Fault::PatternNotNamed) {
+        if fault_on!(fault::Switch::of(&self.config), PatternNotNamed) {
             if let (Some(a), Some(b)) = (text.find("watch pattern \""), text.find("\"]")) {
                 if a < b {
                     text.replace_range(a + "watch pattern".len()..b + 1, "");
                 }
             }
         }
-        if self.on(Fault::RawControlChars) {
+        if fault_on!(fault::Switch::of(&self.config), RawControlChars) {
             let mut out = String::new();
             let mut rest = text.as_str();
             while let Some(i) = rest.find("\\u{") {
@@ -300,7 +296,7 @@ impl Gateway {
                 .map_err(|e| (FileKind::Checkpoint, e))?;
             g.registry = reg;
             g.registry.set_fault(switch);
-            let lost = if g.on(Fault::NoLostCompletion) {
+            let lost = if fault_on!(fault::Switch::of(&g.config), NoLostCompletion) {
                 out.push(g.persist(FileKind::Checkpoint));
                 Vec::new()
             } else {
@@ -413,7 +409,7 @@ impl Gateway {
 
     fn observe(&mut self, origin: &Origin, now_ms: u64, out: &mut Vec<Output>) -> Option<Lane> {
         let folded;
-        let origin = if self.on(Fault::CaseFoldedLanes) {
+        let origin = if fault_on!(fault::Switch::of(&self.config), CaseFoldedLanes) {
             folded = fold_case(origin);
             &folded
         } else {
@@ -487,15 +483,15 @@ impl Gateway {
             Input::TurnEnded { origin } => {
                 self.delivery.turn_ended(&Destination::of(&origin));
                 #[cfg(feature = "faults")]
-                if self.on(Fault::ResendOnTurnEnd) {
+                if fault_on!(fault::Switch::of(&self.config), ResendOnTurnEnd) {
                     if let Some(n) = self.memo.last_sent.get(&Destination::of(&origin)) {
                         out.push(Output::Send(n.clone()));
                     }
                 }
-                if self.on(Fault::TurnEndDoesNotFlush) {
+                if fault_on!(fault::Switch::of(&self.config), TurnEndDoesNotFlush) {
                     return out;
                 }
-                if fault::active(&self.config, Fault::DeliveryOnlyAtTurnEnd) {
+                if fault_on!(fault::Switch::of(&self.config), DeliveryOnlyAtTurnEnd) {
                     self.flush_now(now_ms, &mut out);
                     return out;
                 }
@@ -514,7 +510,7 @@ impl Gateway {
                 watch_patterns,
                 notify_on_exit,
             } => {
-                let lane = if fault::active(&self.config, Fault::GroupThreadFromKeyOnMiss) {
+                let lane = if fault_on!(fault::Switch::of(&self.config), GroupThreadFromKeyOnMiss) {
                     Lane::of(&origin, &self.config.policy)
                 } else {
                     let Some(lane) = self.observe(&origin, now_ms, &mut out) else {
@@ -522,8 +518,9 @@ impl Gateway {
                     };
                     lane
                 };
-                let early_checkpoint = fault::active(&self.config, Fault::CheckpointBeforeRouting)
-                    .then(|| self.persist(FileKind::Checkpoint));
+                let early_checkpoint =
+                    fault_on!(fault::Switch::of(&self.config), CheckpointBeforeRouting)
+                        .then(|| self.persist(FileKind::Checkpoint));
                 let req = SpawnRequest {
                     process_id,
                     origin,
@@ -548,7 +545,7 @@ impl Gateway {
             }
             Input::Output { run, chunk } => {
                 #[cfg(feature = "faults")]
-                if self.on(Fault::ShutdownQuotesOutput) {
+                if fault_on!(fault::Switch::of(&self.config), ShutdownQuotesOutput) {
                     self.memo.last_output = chunk.lines().last().unwrap_or("").to_owned();
                 }
                 match self.registry.output(run, &chunk, now_ms) {
@@ -571,15 +568,17 @@ impl Gateway {
                 }
             }
             Input::Tick => {
-                if self.on(Fault::IdleTickNoFlush) {
+                if fault_on!(fault::Switch::of(&self.config), IdleTickNoFlush) {
                     return out;
                 }
             }
             Input::Sent { id, error } => {
                 let ok = error.is_none();
-                let unconfirmed = self.on(Fault::ShutdownUnconfirmed)
+                let unconfirmed = fault_on!(fault::Switch::of(&self.config), ShutdownUnconfirmed)
                     && matches!(id, NotificationId::Shutdown { .. });
-                let error = if self.on(Fault::AdapterFailureDrops) || unconfirmed {
+                let error = if fault_on!(fault::Switch::of(&self.config), AdapterFailureDrops)
+                    || unconfirmed
+                {
                     None // pretend it worked: the notification is gone
                 } else {
                     error
@@ -588,7 +587,7 @@ impl Gateway {
                 if ok && self.shutdown_ids.remove(&id) && self.delivery.was_delivered(&id) {
                     self.stats.shutdown_notices_sent += 1;
                 }
-                if !(ok && self.on(Fault::AckNotPersisted)) {
+                if !(ok && fault_on!(fault::Switch::of(&self.config), AckNotPersisted)) {
                     out.push(self.persist(FileKind::Delivery));
                 }
             }
@@ -600,16 +599,18 @@ impl Gateway {
                     .map(|(_, e)| Destination::of(&e.origin))
                     .collect();
                 threads.sort();
-                if !self.on(Fault::ShutdownPerLane) {
+                if !fault_on!(fault::Switch::of(&self.config), ShutdownPerLane) {
                     threads.dedup();
                 }
                 for (index, destination) in threads.into_iter().enumerate() {
                     let mut text = text::shutdown_notice();
                     #[cfg(feature = "faults")]
-                    if self.on(Fault::ShutdownQuotesOutput) && !self.memo.last_output.is_empty() {
+                    if fault_on!(fault::Switch::of(&self.config), ShutdownQuotesOutput)
+                        && !self.memo.last_output.is_empty()
+                    {
                         text.push_str(&format!(" Last output: {}", self.memo.last_output));
                     }
-                    if self.on(Fault::ShutdownTextVaries) {
+                    if fault_on!(fault::Switch::of(&self.config), ShutdownTextVaries) {
                         text.push_str(&format!(" ({})", destination.chat_id.as_str()));
                     }
                     let id = NotificationId::Shutdown {
@@ -651,13 +652,13 @@ impl Gateway {
                 self.delivery.record_completion(e.run);
             }
             #[cfg(feature = "faults")]
-            if fault::active(&self.config, Fault::CompletionDedupByProcessId)
+            if fault_on!(fault::Switch::of(&self.config), CompletionDedupByProcessId)
                 && matches!(e.kind, crate::registry::EventKind::Completion { .. })
                 && !self.memo.completed_pids.insert(e.process_id.clone())
             {
                 continue;
             }
-            let conflict = self.on(Fault::ConflictWhenUserDiffers)
+            let conflict = fault_on!(fault::Switch::of(&self.config), ConflictWhenUserDiffers)
                 && self
                     .store
                     .get(&e.lane)
@@ -669,7 +670,7 @@ impl Gateway {
                     stored: d.clone(),
                     captured: d,
                 })
-            } else if self.on(Fault::CaseFoldedLanes) {
+            } else if fault_on!(fault::Switch::of(&self.config), CaseFoldedLanes) {
                 // The stored origin is the truth; keys are assumed injective.
                 match self.store.get(&e.lane) {
                     Some(entry) => Ok(router::Routed {
@@ -678,12 +679,12 @@ impl Gateway {
                     }),
                     None => router::resolve(&self.store, &e),
                 }
-            } else if fault::active(&self.config, Fault::ForegroundRouting) {
+            } else if fault_on!(fault::Switch::of(&self.config), ForegroundRouting) {
                 Ok(router::Routed {
                     destination: self.foreground_or(Destination::of(&e.origin)),
                     source: router::RouteSource::Captured,
                 })
-            } else if fault::active(&self.config, Fault::GroupThreadFromKeyOnMiss)
+            } else if fault_on!(fault::Switch::of(&self.config), GroupThreadFromKeyOnMiss)
                 && self.store.get(&e.lane).is_none()
             {
                 Ok(router::Routed {
@@ -705,7 +706,7 @@ impl Gateway {
                         destination: routed.destination,
                         text: self.faulty_text(text::render(&e)),
                     };
-                    if self.on(Fault::DeadLetterEverything) {
+                    if fault_on!(fault::Switch::of(&self.config), DeadLetterEverything) {
                         self.delivery.dead_letter(
                             n,
                             DeadCause::NoRoute,
@@ -753,7 +754,7 @@ impl Gateway {
     /// Sends whatever is due — on every input, idle ticks included
     /// (DELIVER-1).
     fn flush(&mut self, now_ms: u64, out: &mut Vec<Output>) {
-        if fault::active(&self.config, Fault::DeliveryOnlyAtTurnEnd) {
+        if fault_on!(fault::Switch::of(&self.config), DeliveryOnlyAtTurnEnd) {
             return;
         }
         self.flush_now(now_ms, out);
@@ -762,7 +763,7 @@ impl Gateway {
     fn flush_now(&mut self, now_ms: u64, out: &mut Vec<Output>) {
         for n in self.delivery.poll(now_ms) {
             #[cfg(feature = "faults")]
-            if self.on(Fault::ResendOnTurnEnd) {
+            if fault_on!(fault::Switch::of(&self.config), ResendOnTurnEnd) {
                 self.memo.last_sent.insert(n.destination.clone(), n.clone());
             }
             out.push(Output::Send(n));

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fault::{Fault, Switch};
+use crate::fault::{fault_on, Switch};
 use crate::origin::Origin;
 use crate::persist::{self, FileProblem};
 use crate::store::Lane;
@@ -311,13 +311,13 @@ impl Registry {
             .running
             .get_mut(&run)
             .ok_or(RegistryError::NotRunning(run))?;
-        if f.on(Fault::TailFromStart) {
+        if fault_on!(f, TailFromStart) {
             let room = limits.tail_max_chars.saturating_sub(p.tail.chars().count());
             p.tail.extend(chunk.chars().take(room));
         } else {
             push_tail(&mut p.tail, chunk, limits.tail_max_chars);
         }
-        if f.on(Fault::GlobalTail) {
+        if fault_on!(f, GlobalTail) {
             push_tail(&mut self.global_tail, chunk, limits.tail_max_chars);
         }
         if p.req.watch_patterns.is_empty() || p.watch_disabled {
@@ -340,13 +340,13 @@ impl Registry {
             return Ok(Vec::new());
         };
         // Per-process cooldown and strikes (PROC-4, PROC-5).
-        if f.on(Fault::ExcerptFirstLineOnly) {
+        if fault_on!(f, ExcerptFirstLineOnly) {
             matched.truncate(1);
         }
-        if f.on(Fault::ExcerptWholeChunk) {
+        if fault_on!(f, ExcerptWholeChunk) {
             matched = chunk.lines().collect();
         }
-        let inclusive = f.on(Fault::CooldownInclusive);
+        let inclusive = fault_on!(f, CooldownInclusive);
         if let Some(until) = p
             .cooldown_until
             .filter(|u| now_ms < *u || (inclusive && now_ms == *u))
@@ -356,10 +356,10 @@ impl Registry {
             if !p.strike_candidate {
                 p.strike_candidate = true;
                 p.strikes += 1;
-                let limit = limits.watch_strike_limit - u32::from(f.on(Fault::StrikeLimitTwo));
+                let limit = limits.watch_strike_limit - u32::from(fault_on!(f, StrikeLimitTwo));
                 if p.strikes >= limit {
                     p.watch_disabled = true;
-                    p.notify_on_exit = !f.on(Fault::NoPromotion) || p.notify_on_exit;
+                    p.notify_on_exit = !fault_on!(f, NoPromotion) || p.notify_on_exit;
                     let suppressed = std::mem::take(&mut p.suppressed);
                     return Ok(vec![Registry::event(
                         p,
@@ -375,7 +375,7 @@ impl Registry {
             p.strikes = 0;
         }
         p.strike_candidate = false;
-        let interval = if f.on(Fault::CooldownTooShort) {
+        let interval = if fault_on!(f, CooldownTooShort) {
             limits.watch_min_interval_ms - 1_000
         } else {
             limits.watch_min_interval_ms
@@ -400,9 +400,9 @@ impl Registry {
             b.window_start = Some(now_ms);
             b.window_hits = 0;
         }
-        let max = limits.global_max_per_window + u32::from(f.on(Fault::BreakerSixteen));
+        let max = limits.global_max_per_window + u32::from(fault_on!(f, BreakerSixteen));
         if b.window_hits >= max {
-            if !f.on(Fault::BreakerNoPause) {
+            if !fault_on!(f, BreakerNoPause) {
                 b.tripped_until = Some(now_ms.saturating_add(limits.global_cooldown_ms));
             }
             p.suppressed += matched.len() as u64;
@@ -434,11 +434,11 @@ impl Registry {
             .running
             .remove(&run)
             .ok_or(RegistryError::NotRunning(run))?;
-        let silent = self.fault.on(Fault::KilledSilent) && completion == Completion::Killed;
-        if (!p.notify_on_exit && !self.fault.on(Fault::NotifyAlways)) || silent {
+        let silent = fault_on!(self.fault, KilledSilent) && completion == Completion::Killed;
+        if (!p.notify_on_exit && !fault_on!(self.fault, NotifyAlways)) || silent {
             return Ok(Vec::new());
         }
-        let tail = if self.fault.on(Fault::GlobalTail) {
+        let tail = if fault_on!(self.fault, GlobalTail) {
             self.global_tail.clone()
         } else {
             std::mem::take(&mut p.tail)
