@@ -96,7 +96,33 @@ pub fn timeline_text(trace: &Trace, result: &TraceResult) -> String {
     }
     out.push('\n');
     let cell = |s: &str| -> String { s.chars().take(W - 1).collect() };
+    let quiet = |step: usize| {
+        matches!(trace.ops.get(step), Some(TraceOp::Advance { .. }))
+            && !result.deliveries.iter().any(|d| d.step == step)
+    };
+    let mut skip_to = 0;
     for (step, op) in trace.ops.iter().enumerate() {
+        if step < skip_to {
+            continue;
+        }
+        // A run of identical idle advances (the quiescence suffix) is one
+        // row: `5-16  +61000 ms ×12`.
+        let mut end = step;
+        while quiet(step) && quiet(end + 1) && trace.ops.get(end + 1) == Some(op) {
+            end += 1;
+        }
+        if end > step {
+            let span = format!("{step}-{end}");
+            let _ = writeln!(
+                out,
+                "{span:<6}{}{} ×{}",
+                " ".repeat(W * n),
+                short(op),
+                end - step + 1
+            );
+            skip_to = end + 1;
+            continue;
+        }
         let mut row = format!("{step:<6}");
         let lane = op_lane(trace, op, step);
         for i in 0..n {

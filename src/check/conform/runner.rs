@@ -539,6 +539,7 @@ pub fn failure_detail(
 /// the harness: each is a case with its stable id, judged by the one judge.
 fn run_stored(
     h: &mut Harness,
+    impl_arg: &str,
     seq: &mut u64,
     timeout: Duration,
     wants: &impl Fn(&str) -> bool,
@@ -557,10 +558,9 @@ fn run_stored(
                 if v.is_empty() {
                     out.push(Outcome::pass(f.id, &rules));
                 } else {
+                    let name = f.id.trim_start_matches("trace/");
                     let note = format!(
-                        "stored trace spec/vectors/traces/{}.json; replay: procroute replay spec/vectors/traces/{}.json --impl CMD",
-                        f.id.trim_start_matches("trace/"),
-                        f.id.trim_start_matches("trace/")
+                        "stored trace spec/vectors/traces/{name}.json; replay: procroute replay spec/vectors/traces/{name}.json{impl_arg}"
                     );
                     let detail = failure_detail(&v, &f.trace, &result, &note);
                     let broken: Vec<&str> = v.iter().map(|v| v.rule.as_str()).collect();
@@ -620,9 +620,14 @@ pub fn run_traces_covered(
         h.stop();
         return Ok((out, coverage));
     }
+    // What a reader types to replay a saved trace against this harness.
+    let impl_arg = match (program, args) {
+        ("sh", [c, cmd, ..]) if c == "-c" => format!(" --impl '{}'", cmd.replace('\'', "'\\''")),
+        _ => String::new(),
+    };
     let mut seq = 1_000_000u64;
     if cfg.stored {
-        run_stored(&mut h, &mut seq, timeout, &wants, &mut out)?;
+        run_stored(&mut h, &impl_arg, &mut seq, timeout, &wants, &mut out)?;
     }
     let mut wrote_svg = false;
     let mut shrunk: std::collections::BTreeMap<String, usize> = Default::default();
@@ -734,7 +739,7 @@ pub fn run_traces_covered(
             Some((&id, original)),
         ) {
             note.push_str(&format!(
-                "; saved {} (replay: procroute replay {} --impl CMD)",
+                "; saved {} (replay: procroute replay {}{impl_arg})",
                 path.display(),
                 path.display()
             ));
