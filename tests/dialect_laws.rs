@@ -52,10 +52,27 @@ fn key_l1_l2_hold_for_an_exact_escaping_dialect() {
 fn key_l1_and_key_l2_catch_case_folding() {
     let v = lossy("fold");
     let bad = failing(&v);
-    assert!(bad.contains(&"dialect/KEY-L1/chat-case"), "{bad:?}");
-    assert!(bad.contains(&"dialect/KEY-L1/thread-case"), "{bad:?}");
-    assert!(bad.contains(&"dialect/KEY-L2/roundtrip"), "{bad:?}");
-    assert!(!bad.contains(&"dialect/KEY-L1/chat-type"), "{bad:?}");
+    // Each loss is its own case, named by family and class.
+    assert!(
+        bad.contains(&"dialect/KEY-L1/chat-case/chat-id-case"),
+        "{bad:?}"
+    );
+    assert!(
+        bad.contains(&"dialect/KEY-L1/thread-case/thread-id-case"),
+        "{bad:?}"
+    );
+    assert!(
+        bad.contains(&"dialect/KEY-L2/chat-id-case-folded"),
+        "{bad:?}"
+    );
+    assert!(
+        bad.contains(&"dialect/KEY-L2/thread-id-case-folded"),
+        "{bad:?}"
+    );
+    assert!(
+        bad.iter().all(|id| id.contains("case")),
+        "folding case breaks nothing else: {bad:?}"
+    );
     assert!(!bad.contains(&"dialect/KEY-L3/total"), "{bad:?}");
 }
 
@@ -63,14 +80,26 @@ fn key_l1_and_key_l2_catch_case_folding() {
 fn key_l1_catches_trimming() {
     let bad = lossy("trim");
     let bad = failing(&bad);
-    assert!(bad.contains(&"dialect/KEY-L1/whitespace"), "{bad:?}");
-    assert!(!bad.contains(&"dialect/KEY-L1/chat-case"), "{bad:?}");
+    assert!(
+        bad.contains(&"dialect/KEY-L1/whitespace/chat-id-whitespace"),
+        "{bad:?}"
+    );
+    assert!(bad.contains(&"dialect/KEY-L2/chat-id-trimmed"), "{bad:?}");
+    assert!(!bad.iter().any(|id| id.contains("case")), "{bad:?}");
 }
 
 #[test]
 fn key_l1_catches_unescaped_separators() {
     let v = lossy("raw");
-    assert!(failing(&v).contains(&"dialect/KEY-L1/colon-join"), "{v:?}");
+    let bad = failing(&v);
+    assert!(
+        bad.contains(&"dialect/KEY-L1/colon-join/separator-in-id"),
+        "{v:?}"
+    );
+    assert!(
+        bad.contains(&"dialect/KEY-L2/chat-split-into-thread"),
+        "{v:?}"
+    );
 }
 
 #[test]

@@ -30,13 +30,27 @@ VECTORS = {
     "H-PARSE-UNCHECKED": [
         "hermes-parse/err/empty-chat", "hermes-parse/err/chat-type", "hermes-parse/err/too-long",
     ],
-    # Key-dialect laws (P-10), one case per family.
-    "H-THREAD-USER": ["dialect/KEY-L1/thread-user", "dialect/KEY-L1/generated"],
-    "H-KEY-RAW": ["dialect/KEY-L1/colon-join"],
-    "H-WHATSAPP-CANON": ["dialect/KEY-L1/whitespace"],
 }
-# KEY-L2 reads routes with `_parse_session_key`: the parser finding.
-VECTORS["H-PARSE-AMBIGUOUS"].append("dialect/KEY-L2/roundtrip")
+# Key-dialect laws (P-10): one case per failure class (KEY-L1: family and
+# class; KEY-L2: class). KEY-L2 reads routes with `_parse_session_key`.
+DIALECT = {
+    "dialect/KEY-L1/whitespace/chat-id-whitespace": "H-WHATSAPP-CANON",
+    "dialect/KEY-L1/colon-join/chat-id-other": "H-WHATSAPP-CANON",
+    "dialect/KEY-L1/colon-join/separator-in-id": "H-KEY-RAW",
+    "dialect/KEY-L1/thread-user/thread-vs-user": "H-THREAD-USER",
+    "dialect/KEY-L1/generated/thread-vs-user": "H-THREAD-USER",
+    "dialect/KEY-L2/chat-id-rewritten": "H-WHATSAPP-CANON",
+    "dialect/KEY-L2/chat-id-trimmed": "H-WHATSAPP-CANON",
+    "dialect/KEY-L2/thread-joined-into-chat": "H-WHATSAPP-CANON",
+    "dialect/KEY-L2/chat-id-truncated": "H-PARSE-AMBIGUOUS",
+    "dialect/KEY-L2/chat-split-into-thread": "H-PARSE-AMBIGUOUS",
+    "dialect/KEY-L2/thread-id-truncated": "H-PARSE-AMBIGUOUS",
+    "dialect/KEY-L2/thread-invented": "H-PARSE-AMBIGUOUS",
+    "dialect/KEY-L2/thread-lost": "H-PARSE-AMBIGUOUS",
+    "dialect/KEY-L2/user-read-as-thread": "H-THREAD-USER",
+}
+for case, finding in DIALECT.items():
+    VECTORS.setdefault(finding, []).append(case)
 BY_VECTOR = {v: f for f, vs in VECTORS.items() for v in vs}
 
 

@@ -33,11 +33,12 @@ pub struct DialectRun {
 }
 
 /// The four fields that name a thread (what a notification is sent to).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct Route {
     pub platform: String,
     pub chat_type: String,
     pub chat_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
 }
 
@@ -203,6 +204,116 @@ fn score(a: &RawOrigin, b: &RawOrigin) -> (usize, usize) {
     (x.0 + y.0, x.1 + y.1)
 }
 
+/// How one id differs from another, as a failure class: the id cut short,
+/// its case folded, white space trimmed, or otherwise rewritten.
+fn id_change(orig: &str, got: &str) -> &'static str {
+    if orig.trim() == got.trim() {
+        "trimmed"
+    } else if orig.to_lowercase() == got.to_lowercase() {
+        "case-folded"
+    } else if got.len() < orig.len() && orig.starts_with(got) {
+        "truncated"
+    } else {
+        "rewritten"
+    }
+}
+
+/// KEY-L2's failure classes: how the route a dialect parsed out of a key
+/// differs from the origin the key was built from. Each class is its own
+/// case (`dialect/KEY-L2/<class>`), so a known failure of one class never
+/// hides a new class.
+pub fn l2_class(o: &RawOrigin, r: &Route) -> String {
+    if r.platform != o.platform {
+        return "platform-changed".into();
+    }
+    if r.chat_type != o.chat_type {
+        return "chat-type-changed".into();
+    }
+    match (&o.thread_id, &r.thread_id) {
+        (Some(t), None) => {
+            return if r.chat_id.ends_with(t.as_str()) && r.chat_id.len() > o.chat_id.len() {
+                "thread-joined-into-chat".into()
+            } else {
+                "thread-lost".into()
+            };
+        }
+        (None, Some(t)) => {
+            let (chat, t) = (o.chat_id.to_lowercase(), t.to_lowercase());
+            return if chat.ends_with(&t) && o.chat_id.len() > r.chat_id.len() {
+                "chat-split-into-thread".into()
+            } else if o.user_id.as_deref() == r.thread_id.as_deref() {
+                "user-read-as-thread".into()
+            } else {
+                "thread-invented".into()
+            };
+        }
+        _ => {}
+    }
+    if r.chat_id != o.chat_id {
+        return format!("chat-id-{}", id_change(&o.chat_id, &r.chat_id));
+    }
+    match (&o.thread_id, &r.thread_id) {
+        (Some(a), Some(b)) if a != b => format!("thread-id-{}", id_change(a, b)),
+        _ => "other".into(),
+    }
+}
+
+/// KEY-L1's failure classes: what tells two routes that share a key
+/// apart (`dialect/KEY-L1/<family>/<class>`).
+pub fn l1_class(a: &RawOrigin, b: &RawOrigin) -> String {
+    let same = |x: &str, y: &str| x == y;
+    let kind = |x: &str, y: &str| -> &'static str {
+        if x.to_lowercase() == y.to_lowercase() {
+            "case"
+        } else if x.trim() == y.trim() {
+            "whitespace"
+        } else if x.len() != y.len() && (x.starts_with(y) || y.starts_with(x)) {
+            "prefix"
+        } else {
+            "other"
+        }
+    };
+    if a.platform != b.platform {
+        return "platform".into();
+    }
+    let chat = same(&a.chat_id, &b.chat_id);
+    let thread = a.thread_id == b.thread_id;
+    let ty = a.chat_type == b.chat_type;
+    match (ty, chat, thread) {
+        (false, true, true) => "chat-type".into(),
+        (true, false, true) => format!("chat-id-{}", kind(&a.chat_id, &b.chat_id)),
+        (true, true, false) => match (&a.thread_id, &b.thread_id) {
+            (Some(x), Some(y)) => format!("thread-id-{}", kind(x, y)),
+            _ => {
+                let (with, without) = if a.thread_id.is_some() {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                if without.user_id == with.thread_id {
+                    "thread-vs-user".into()
+                } else {
+                    "thread-vs-none".into()
+                }
+            }
+        },
+        (true, false, false) => {
+            let (with, without) = if a.thread_id.is_some() {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            match &with.thread_id {
+                Some(t) if without.thread_id.is_none() && without.chat_id.ends_with(t.as_str()) => {
+                    "separator-in-id".into()
+                }
+                _ => "chat-and-thread".into(),
+            }
+        }
+        _ => "several-fields".into(),
+    }
+}
+
 struct Client<'a> {
     h: &'a mut Harness,
     seq: u64,
@@ -283,14 +394,18 @@ pub fn run(
         keys: HashMap::new(),
     };
     let mut out = Vec::new();
+    let mut l2 = L2::default();
     for family in Family::ALL {
         let id = format!("dialect/KEY-L1/{}", family.name());
-        if wants(&id) {
-            out.push(injective(&mut c, cfg, family, &id));
+        if wants(&id) || wants(&format!("{id}/x")) {
+            out.extend(injective(&mut c, cfg, family, &id, &mut l2));
         }
     }
-    if wants("dialect/KEY-L2/roundtrip") {
-        out.push(faithful(&mut c, cfg));
+    if wants("dialect/KEY-L2/roundtrip") || wants("dialect/KEY-L2/x") {
+        match faithful(&mut c, cfg, &mut l2) {
+            Ok(()) => out.extend(l2.outcomes()),
+            Err(e) => out.push(Outcome::errored("dialect/KEY-L2/roundtrip", &["KEY-L2"], e)),
+        }
     }
     if wants("dialect/KEY-L3/total") {
         out.push(total(&mut c, cfg));
@@ -298,11 +413,24 @@ pub fn run(
     out
 }
 
-fn injective(c: &mut Client<'_>, cfg: DialectRun, family: Family, id: &str) -> Outcome {
+/// KEY-L1 over one family: one case per failure class seen
+/// (`dialect/KEY-L1/<family>/<class>`), each with its plainest
+/// counterexample, or one passing case `dialect/KEY-L1/<family>`. Every
+/// origin built here is also checked against KEY-L2 (`l2`).
+fn injective(
+    c: &mut Client<'_>,
+    cfg: DialectRun,
+    family: Family,
+    id: &str,
+    l2: &mut L2,
+) -> Vec<Outcome> {
     let mut rng = Rng::new(cfg.seed ^ 0xD1A1 ^ family as u64);
     // key -> the first origin that built it
     let mut owner: HashMap<String, RawOrigin> = HashMap::new();
-    let mut worst: Option<((usize, usize), RawOrigin, RawOrigin, String)> = None;
+    let mut worst: std::collections::BTreeMap<
+        String,
+        ((usize, usize), RawOrigin, RawOrigin, String),
+    > = Default::default();
     let mut checked = 0usize;
     for _ in 0..cfg.cases {
         let base = RawOrigin::from(gen::origin(&mut rng));
@@ -311,14 +439,16 @@ fn injective(c: &mut Client<'_>, cfg: DialectRun, family: Family, id: &str) -> O
             let key = match c.build(&o) {
                 Ok(Some(k)) => k,
                 Ok(None) => continue,
-                Err(e) => return Outcome::errored(id, &["KEY-L1"], e),
+                Err(e) => return vec![Outcome::errored(id, &["KEY-L1"], e)],
             };
             checked += 1;
+            l2.check(c, &o, &key);
             match owner.get(&key) {
                 Some(first) if Route::of(first) != Route::of(&o) => {
                     let size = score(first, &o);
-                    if worst.as_ref().map_or(true, |w| size < w.0) {
-                        worst = Some((size, first.clone(), o.clone(), key.clone()));
+                    let class = l1_class(first, &o);
+                    if worst.get(&class).map_or(true, |w| size < w.0) {
+                        worst.insert(class, (size, first.clone(), o.clone(), key.clone()));
                     }
                 }
                 Some(_) => {}
@@ -328,50 +458,114 @@ fn injective(c: &mut Client<'_>, cfg: DialectRun, family: Family, id: &str) -> O
             }
         }
     }
-    let failure = worst.map(|(_, a, b, key)| {
-        format!(
-            "two threads share one key {key:?}: {:?} and {:?} ({checked} origins checked); \
-             a store keyed by it merges their sessions",
-            Route::of(&a),
-            Route::of(&b)
-        )
-    });
-    Outcome::check(id, &["KEY-L1"], failure)
+    if worst.is_empty() {
+        return vec![Outcome::pass(id, &["KEY-L1"])];
+    }
+    worst
+        .into_iter()
+        .map(|(class, (_, a, b, key))| {
+            Outcome::check(
+                format!("{id}/{class}"),
+                &["KEY-L1"],
+                Some(format!(
+                    "two threads share one key {}: {} and {} ({checked} origins checked); \
+                     a store keyed by it merges their sessions",
+                    js(&key),
+                    js(&Route::of(&a)),
+                    js(&Route::of(&b))
+                )),
+            )
+        })
+        .collect()
 }
 
-fn faithful(c: &mut Client<'_>, cfg: DialectRun) -> Outcome {
-    const ID: &str = "dialect/KEY-L2/roundtrip";
-    let mut rng = Rng::new(cfg.seed ^ 0xD1A2);
-    let mut worst: Option<((usize, usize), String)> = None;
-    let mut declined = 0usize;
-    let mut checked = 0usize;
-    for _ in 0..cfg.cases {
-        let o = RawOrigin::from(gen::origin(&mut rng));
-        let key = match c.build(&o) {
-            Ok(Some(k)) => k,
-            Ok(None) => continue,
-            Err(e) => return Outcome::errored(ID, &["KEY-L2"], e),
+/// A value as JSON (the protocol's vocabulary) for a report.
+fn js<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// KEY-L2's findings so far, by failure class.
+#[derive(Default)]
+struct L2 {
+    worst: std::collections::BTreeMap<String, ((usize, usize), String)>,
+    checked: usize,
+    declined: usize,
+    /// The parse failed to answer (KEY-L3's business): KEY-L2 stops there.
+    errored: Option<String>,
+}
+
+impl L2 {
+    fn check(&mut self, c: &mut Client<'_>, o: &RawOrigin, key: &str) {
+        if self.errored.is_some() {
+            return;
+        }
+        let parsed = match c.parse(key) {
+            Ok(p) => p,
+            Err(e) => {
+                self.errored = Some(format!("parse of {} did not answer: {e}", js(key)));
+                return;
+            }
         };
-        checked += 1;
-        match c.parse(&key) {
-            Err(e) => return Outcome::errored(ID, &["KEY-L2"], e),
-            Ok(None) => declined += 1,
-            Ok(Some(r)) if r != Route::of(&o) => {
-                let size = plainness(&o);
-                if worst.as_ref().map_or(true, |w| size < w.0) {
-                    worst = Some((
-                        size,
-                        format!("key {key:?} of {:?} parses to {r:?}", Route::of(&o)),
-                    ));
+        self.checked += 1;
+        match parsed {
+            None => self.declined += 1,
+            Some(r) if r != Route::of(o) => {
+                let size = plainness(o);
+                let class = l2_class(o, &r);
+                if self.worst.get(&class).map_or(true, |w| size < w.0) {
+                    self.worst.insert(
+                        class,
+                        (
+                            size,
+                            format!(
+                                "key {} of {} parses to {}",
+                                js(key),
+                                js(&Route::of(o)),
+                                js(&r)
+                            ),
+                        ),
+                    );
                 }
             }
-            Ok(Some(_)) => {}
+            Some(_) => {}
         }
     }
-    let failure = worst.map(|(_, d)| {
-        format!("{d} ({checked} keys parsed, {declined} declined): a wrong route, not a refusal")
-    });
-    Outcome::check(ID, &["KEY-L2"], failure)
+
+    /// One case per failure class, or one passing `dialect/KEY-L2/roundtrip`.
+    fn outcomes(self) -> Vec<Outcome> {
+        if let Some(e) = self.errored {
+            return vec![Outcome::errored("dialect/KEY-L2/roundtrip", &["KEY-L2"], e)];
+        }
+        if self.worst.is_empty() {
+            return vec![Outcome::pass("dialect/KEY-L2/roundtrip", &["KEY-L2"])];
+        }
+        let (checked, declined) = (self.checked, self.declined);
+        self.worst
+            .into_iter()
+            .map(|(class, (_, d))| {
+                Outcome::check(
+                    format!("dialect/KEY-L2/{class}"),
+                    &["KEY-L2"],
+                    Some(format!(
+                        "{d} ({checked} keys parsed, {declined} declined): a wrong route, not a refusal"
+                    )),
+                )
+            })
+            .collect()
+    }
+}
+
+/// KEY-L2 over independent generated origins (the families' origins are
+/// checked as they are built).
+fn faithful(c: &mut Client<'_>, cfg: DialectRun, l2: &mut L2) -> Result<(), String> {
+    let mut rng = Rng::new(cfg.seed ^ 0xD1A2);
+    for _ in 0..cfg.cases {
+        let o = RawOrigin::from(gen::origin(&mut rng));
+        if let Some(key) = c.build(&o)? {
+            l2.check(c, &o, &key);
+        }
+    }
+    Ok(())
 }
 
 fn total(c: &mut Client<'_>, cfg: DialectRun) -> Outcome {
