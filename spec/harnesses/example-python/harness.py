@@ -10,7 +10,8 @@ import sys
 from keys import run_key_case
 from router import run_trace
 
-KEY_OPS = ["hermes_build", "canonical_build", "canonical_parse", "hermes_parse", "origin"]
+KEY_OPS = ["hermes_build", "canonical_build", "canonical_parse", "hermes_parse", "origin",
+           "dialect_build", "dialect_parse"]
 
 
 def reply(obj):

@@ -240,6 +240,26 @@ def run_key_case(case):
             return {"fields": canonical_parse(case["key"])}
         if op == "hermes_parse":
             return {"parsed": hermes_parse(case["key"])}
+        # The template's own session-key dialect (P-10): the canonical one
+        # under the default policy. Its keys name the router's lanes, so
+        # these two operations are where lane collisions are checked:
+        # KEY-L1 (distinct threads, distinct keys), KEY-L2 (a parse names
+        # the thread the key was built from, or declines), KEY-L3 (parse
+        # answers every string).
+        if op == "dialect_build":
+            o = case["origin"]
+            if validate_origin(o):
+                return {"error": {"kind": "invalid_origin"}}
+            return {"key": canonical_build(o, {})}
+        if op == "dialect_parse":
+            try:
+                f = canonical_parse(case["key"])
+            except KeyError_:
+                return {"route": None}
+            route = {k: f[k] for k in ("platform", "chat_type", "chat_id")}
+            if "thread_id" in f:
+                route["thread_id"] = f["thread_id"]
+            return {"route": route}
     except KeyError_ as ke:
         return {"error": ke.error}
     raise ValueError(f"unknown op {op!r}")
