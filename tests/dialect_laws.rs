@@ -1,4 +1,4 @@
-//! KEY-L1..L3 over the protocol (P-10): the built-in dialect keeps them,
+//! KEY-L1..L4 over the protocol (P-10): the built-in dialect keeps them,
 //! and each lossy dialect of tests/harnesses/lossy_dialect.py breaks
 //! exactly the laws its loss implies.
 
@@ -39,7 +39,8 @@ fn failing(v: &BTreeMap<String, bool>) -> Vec<&str> {
 #[test]
 fn key_l1_l2_l3_hold_for_the_builtin_canonical_dialect() {
     let v = verdicts(env!("CARGO_BIN_EXE_procroute"), &["harness"]);
-    assert_eq!(v.len(), 9, "{v:?}");
+    assert_eq!(v.len(), 10, "{v:?}");
+    assert_eq!(v.get("dialect/KEY-L4/rejects"), Some(&true), "{v:?}");
     assert!(failing(&v).is_empty(), "{v:?}");
 }
 
@@ -112,4 +113,27 @@ fn key_l3_catches_a_parse_that_cannot_answer() {
         bad.iter().all(|id| !id.starts_with("dialect/KEY-L1/")),
         "{bad:?}"
     );
+}
+
+/// KEY-L4: a parse that guesses at malformed keys (keeps broken escapes,
+/// skips empty segments, strips padding) fails, one case per class; the
+/// strict parse of the same keys passes.
+#[test]
+fn key_l4_catches_a_parse_that_guesses() {
+    let v = lossy("lenient");
+    let bad = failing(&v);
+    assert!(bad.contains(&"dialect/KEY-L4/space-appended"), "{bad:?}");
+    assert!(
+        bad.contains(&"dialect/KEY-L4/separator-appended"),
+        "{bad:?}"
+    );
+    // Its keys stay injective and its parse total; stripping the key also
+    // loses real padding (KEY-L2), which is the same guess seen from a
+    // well-formed key.
+    assert!(
+        bad.iter()
+            .all(|id| id.starts_with("dialect/KEY-L4/") || id.starts_with("dialect/KEY-L2/")),
+        "{bad:?}"
+    );
+    assert_eq!(lossy("exact").get("dialect/KEY-L4/rejects"), Some(&true));
 }

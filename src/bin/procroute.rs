@@ -74,7 +74,7 @@ enum Command {
         /// still fail, and the report says when one starts passing.
         #[arg(long)]
         known_failures: Option<std::path::PathBuf>,
-        /// Generated origins per key-dialect law family (KEY-L1..L3), for a
+        /// Generated origins per key-dialect law family (KEY-L1..L4), for a
         /// harness that lists `dialect_build` and `dialect_parse`.
         #[arg(long, default_value_t = 300)]
         dialect_cases: usize,

@@ -6,6 +6,8 @@
     lossy_dialect.py trim    ids stripped of surrounding whitespace
     lossy_dialect.py raw     ids inserted raw, `:` unescaped (thread after `:`)
     lossy_dialect.py crash   parse answers `errored` for keys containing `%`
+    lossy_dialect.py lenient exact's keys, but parse guesses at malformed keys
+                             (bad escapes kept, empty or padded segments taken)
 """
 import json
 import sys
@@ -18,7 +20,23 @@ def esc(s):
 
 
 def unesc(s):
-    return s.replace("%3A", ":").replace("%25", "%")
+    """None for a malformed escape (only `%25` and `%3A` exist)."""
+    out, i = [], 0
+    while i < len(s):
+        if s[i] == "%":
+            if s[i:i + 3] == "%25":
+                out.append("%")
+            elif s[i:i + 3] == "%3A":
+                out.append(":")
+            elif MODE in ("exact", "fold", "trim"):
+                return None
+            else:
+                out.append(s[i:i + 3])
+            i += 3
+        else:
+            out.append(s[i])
+            i += 1
+    return "".join(out)
 
 
 def build(o):
@@ -35,16 +53,25 @@ def build(o):
 def parse(key):
     if MODE == "crash" and "%" in key:
         raise ValueError("cannot parse")
+    if MODE == "lenient":
+        key = key.strip()
     parts = key.split(":")
+    if MODE == "lenient":
+        parts = [p for p in parts if p]
     if len(parts) < 5 or parts[:2] != ["agent", "main"] or parts[3] not in ("dm", "group", "channel", "thread"):
         return None
     if MODE == "raw":
         parts = parts[:5] + ([":".join(parts[5:])] if len(parts) > 5 else [])
     if len(parts) > 6:
         return None
-    r = {"platform": parts[2], "chat_type": parts[3], "chat_id": unesc(parts[4]) if MODE != "raw" else parts[4]}
-    if len(parts) == 6:
-        r["thread_id"] = unesc(parts[5]) if MODE != "raw" else parts[5]
+    if MODE != "lenient" and any(p == "" for p in parts):
+        return None  # an empty segment is no id
+    ids = parts[4:] if MODE == "raw" else [unesc(p) for p in parts[4:]]
+    if any(i is None for i in ids):
+        return None
+    r = {"platform": parts[2], "chat_type": parts[3], "chat_id": ids[0]}
+    if len(ids) == 2:
+        r["thread_id"] = ids[1]
     return r
 
 

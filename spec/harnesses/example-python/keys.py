@@ -245,7 +245,8 @@ def run_key_case(case):
         # these two operations are where lane collisions are checked:
         # KEY-L1 (distinct threads, distinct keys), KEY-L2 (a parse names
         # the thread the key was built from, or declines), KEY-L3 (parse
-        # answers every string).
+        # answers every string), KEY-L4 (a malformed key is refused, never
+        # guessed at: the route, user included, rebuilds the key exactly).
         if op == "dialect_build":
             o = case["origin"]
             if validate_origin(o):
@@ -257,8 +258,9 @@ def run_key_case(case):
             except KeyError_:
                 return {"route": None}
             route = {k: f[k] for k in ("platform", "chat_type", "chat_id")}
-            if "thread_id" in f:
-                route["thread_id"] = f["thread_id"]
+            for k in ("thread_id", "user_id"):
+                if k in f:
+                    route[k] = f[k]
             return {"route": route}
     except KeyError_ as ke:
         return {"error": ke.error}

@@ -48,6 +48,10 @@ DIALECT = {
     "dialect/KEY-L2/thread-invented": "H-PARSE-AMBIGUOUS",
     "dialect/KEY-L2/thread-lost": "H-PARSE-AMBIGUOUS",
     "dialect/KEY-L2/user-read-as-thread": "H-THREAD-USER",
+    # KEY-L4: `_parse_session_key` answers keys with empty ids.
+    "dialect/KEY-L4/separator-appended": "H-PARSE-UNCHECKED",
+    "dialect/KEY-L4/separator-doubled": "H-PARSE-UNCHECKED",
+    "dialect/KEY-L4/truncated": "H-PARSE-UNCHECKED",
 }
 for case, finding in DIALECT.items():
     VECTORS.setdefault(finding, []).append(case)

@@ -1,11 +1,12 @@
 //! Laws for an implementation's *own* session-key dialect, checked from
-//! outside over the protocol (spec KEY-L1..L3, PROTOCOL P-10).
+//! outside over the protocol (spec KEY-L1..L4, PROTOCOL P-10).
 //!
 //! The vectors pin procroute's two dialects byte for byte; a gateway with
 //! its own key grammar (OpenClaw, …) cannot be held to those bytes, but it
 //! can be held to what routing needs from any key: distinct threads get
 //! distinct keys (KEY-L1), a parse never names a thread the key was not
-//! built from (KEY-L2), and parsing is total (KEY-L3). Each law is one case
+//! built from (KEY-L2), parsing is total (KEY-L3), and a malformed key is
+//! refused rather than guessed at (KEY-L4). Each law is one case
 //! per *family* of generated origins, so a report and a known-failures list
 //! name a handful of stable ids; a failing case shows its simplest
 //! counterexample (the one with the fewest id bytes).
@@ -366,16 +367,41 @@ impl Client<'_> {
 
     /// The route the dialect reads out of a key (`None`: it declines).
     fn parse(&mut self, key: &str) -> Result<Option<Route>, String> {
+        Ok(self.parse_full(key)?.map(|(r, _)| r))
+    }
+
+    /// [`Client::parse`], with the user id the reply names, if any (what
+    /// a rebuild of the key needs where the dialect keys users, KEY-L4).
+    fn parse_full(&mut self, key: &str) -> Result<Option<(Route, Option<String>)>, String> {
         let got = self.ask(json!({"op": PARSE, "key": key}))?;
         if got.get("error").is_some() {
             return Ok(None);
         }
         match got.get("route") {
             Some(Value::Null) | None => Ok(None),
-            Some(r) => Route::from_json(r)
-                .map(Some)
-                .ok_or_else(|| format!("route without platform/chat_type/chat_id: {r}")),
+            Some(r) => {
+                let user = r.get("user_id").and_then(Value::as_str).map(str::to_owned);
+                Route::from_json(r)
+                    .map(|route| Some((route, user)))
+                    .ok_or_else(|| format!("route without platform/chat_type/chat_id: {r}"))
+            }
         }
+    }
+
+    /// The key the dialect builds for what a parse answered.
+    fn rebuild(&mut self, r: &Route, user: &Option<String>) -> Result<Option<String>, String> {
+        let o = RawOrigin {
+            platform: r.platform.clone(),
+            chat_type: r.chat_type.clone(),
+            chat_id: r.chat_id.clone(),
+            thread_id: r.thread_id.clone(),
+            user_id: user.clone(),
+            user_name: None,
+        };
+        if Origin::try_from(o.clone()).is_err() {
+            return Ok(None);
+        }
+        self.build(&o)
     }
 }
 
@@ -406,6 +432,9 @@ pub fn run(
             Ok(()) => out.extend(l2.outcomes()),
             Err(e) => out.push(Outcome::errored("dialect/KEY-L2/roundtrip", &["KEY-L2"], e)),
         }
+    }
+    if wants("dialect/KEY-L4/rejects") || wants("dialect/KEY-L4/x") {
+        out.extend(rejecting(&mut c, cfg));
     }
     if wants("dialect/KEY-L3/total") {
         out.push(total(&mut c, cfg));
@@ -566,6 +595,124 @@ fn faithful(c: &mut Client<'_>, cfg: DialectRun, l2: &mut L2) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// The malformed keys KEY-L4 derives from a key the dialect built, by
+/// class: cut short, a separator added or doubled, the last segment
+/// dropped, the case changed, white space appended, the prefix changed.
+fn malformed(key: &str, rng: &mut Rng) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let cuts: Vec<usize> = key
+        .char_indices()
+        .map(|(i, _)| i)
+        .filter(|i| *i > 0)
+        .collect();
+    if !cuts.is_empty() {
+        out.push(("truncated", key[..cuts[rng.below(cuts.len())]].to_owned()));
+    }
+    out.push(("separator-appended", format!("{key}:")));
+    if let Some(i) = key.rfind(':') {
+        out.push(("separator-doubled", format!("{}:{}", &key[..i], &key[i..])));
+        out.push(("segment-dropped", key[..i].to_owned()));
+    }
+    out.push(("case-changed", key.to_uppercase()));
+    out.push(("space-appended", format!("{key} ")));
+    if let Some(rest) = key.strip_prefix("agent:") {
+        out.push(("prefix-changed", format!("agents:{rest}")));
+    }
+    out.retain(|(_, m)| m != key);
+    out
+}
+
+/// KEY-L4: a parse of a malformed key declines it or answers with fields
+/// that rebuild exactly that key — never a silent guess. Judged on the
+/// keys whose own parse rebuilds them (the reply carries what the key
+/// holds); if none does, the law cannot be judged and the case is skipped
+/// with that reason. One case per malformed class that the dialect guesses
+/// on (`dialect/KEY-L4/<class>`), or one passing `dialect/KEY-L4/rejects`.
+fn rejecting(c: &mut Client<'_>, cfg: DialectRun) -> Vec<Outcome> {
+    let mut rng = Rng::new(cfg.seed ^ 0xD1A4);
+    let mut worst: std::collections::BTreeMap<&'static str, (usize, String)> = Default::default();
+    let (mut judged, mut tried, mut unjudgeable) = (0usize, 0usize, 0usize);
+    let fail = |e: String| vec![Outcome::errored("dialect/KEY-L4/rejects", &["KEY-L4"], e)];
+    for _ in 0..cfg.cases {
+        let o = RawOrigin::from(gen::origin(&mut rng));
+        let key = match c.build(&o) {
+            Ok(Some(k)) => k,
+            Ok(None) => continue,
+            Err(e) => return fail(e),
+        };
+        // The precondition: the dialect's answer for its own key rebuilds it.
+        let own = match c.parse_full(&key) {
+            Ok(Some((r, u))) => c.rebuild(&r, &u),
+            Ok(None) => continue,
+            Err(_) => continue, // KEY-L3's business
+        };
+        match own {
+            Ok(Some(k)) if k == key => judged += 1,
+            Ok(_) => {
+                unjudgeable += 1;
+                continue;
+            }
+            Err(e) => return fail(e),
+        }
+        for (class, bad) in malformed(&key, &mut rng) {
+            tried += 1;
+            let answer = match c.parse_full(&bad) {
+                Ok(Some(a)) => a,
+                Ok(None) | Err(_) => continue,
+            };
+            let rebuilt = match c.rebuild(&answer.0, &answer.1) {
+                Ok(k) => k,
+                Err(e) => return fail(e),
+            };
+            if rebuilt.as_deref() == Some(bad.as_str()) {
+                continue; // a key some origin has: a faithful answer
+            }
+            if worst.get(class).map_or(true, |w| bad.len() < w.0) {
+                let what = match &rebuilt {
+                    Some(k) => format!("which rebuilds to {}", js(k)),
+                    None => "which no origin has".to_owned(),
+                };
+                worst.insert(
+                    class,
+                    (
+                        bad.len(),
+                        format!(
+                            "malformed key {} (from {}) parses to {} {what}",
+                            js(&bad),
+                            js(&key),
+                            js(&answer.0)
+                        ),
+                    ),
+                );
+            }
+        }
+    }
+    if judged == 0 {
+        return vec![Outcome::skip(
+            "dialect/KEY-L4/rejects",
+            &["KEY-L4"],
+            format!(
+                "no parse answer rebuilds its own key ({unjudgeable} keys): the replies carry too little to judge a guess (send user_id in routes, P-10)"
+            ),
+        )];
+    }
+    if worst.is_empty() {
+        return vec![Outcome::pass("dialect/KEY-L4/rejects", &["KEY-L4"])];
+    }
+    worst
+        .into_iter()
+        .map(|(class, (_, d))| {
+            Outcome::check(
+                format!("dialect/KEY-L4/{class}"),
+                &["KEY-L4"],
+                Some(format!(
+                    "{d} ({tried} malformed keys from {judged} judged keys): a guess, not a refusal"
+                )),
+            )
+        })
+        .collect()
 }
 
 fn total(c: &mut Client<'_>, cfg: DialectRun) -> Outcome {

@@ -150,7 +150,7 @@ fn run(seq: u64, mut case: Value, config: &crate::gateway::Config) -> RunReply {
     }
 }
 
-/// KEY-L1..L3 cases: procroute's own dialect is the canonical one, under
+/// KEY-L1..L4 cases: procroute's own dialect is the canonical one, under
 /// the default policy.
 fn dialect_build(seq: u64, case: &Value) -> RunReply {
     use crate::origin::{Origin, RawOrigin};
@@ -184,6 +184,9 @@ fn dialect_parse(seq: u64, case: &Value) -> RunReply {
             });
             if let Some(t) = &f.thread_id {
                 route["thread_id"] = json!(t.as_str());
+            }
+            if let Some(u) = &f.user_id {
+                route["user_id"] = json!(u.as_str());
             }
             RunReply::result(seq, json!({ "route": route }))
         }
