@@ -760,7 +760,7 @@ pub fn run_over(
         if wants("dialect/*") {
             vec![Outcome::skip(
                 "dialect/*",
-                &["KEY-L1", "KEY-L2", "KEY-L3"],
+                &["KEY-L1", "KEY-L2", "KEY-L3", "KEY-L4"],
                 why,
             )]
         } else {
