@@ -39,7 +39,7 @@ fn failing(v: &BTreeMap<String, bool>) -> Vec<&str> {
 #[test]
 fn key_l1_l2_l3_hold_for_the_builtin_canonical_dialect() {
     let v = verdicts(env!("CARGO_BIN_EXE_procroute"), &["harness"]);
-    assert_eq!(v.len(), 10, "{v:?}");
+    assert_eq!(v.len(), 11, "{v:?}");
     assert_eq!(v.get("dialect/KEY-L4/rejects"), Some(&true), "{v:?}");
     assert!(failing(&v).is_empty(), "{v:?}");
 }

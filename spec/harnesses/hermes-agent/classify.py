@@ -39,6 +39,8 @@ DIALECT = {
     "dialect/KEY-L1/colon-join/separator-in-id": "H-KEY-RAW",
     "dialect/KEY-L1/thread-user/thread-vs-user": "H-THREAD-USER",
     "dialect/KEY-L1/generated/thread-vs-user": "H-THREAD-USER",
+    "dialect/KEY-L1/markers/chat-id-other": "H-WHATSAPP-CANON",
+    "dialect/KEY-L1/markers/chat-id-prefix": "H-WHATSAPP-CANON",
     "dialect/KEY-L2/chat-id-rewritten": "H-WHATSAPP-CANON",
     "dialect/KEY-L2/chat-id-trimmed": "H-WHATSAPP-CANON",
     "dialect/KEY-L2/thread-joined-into-chat": "H-WHATSAPP-CANON",

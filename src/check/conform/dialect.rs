@@ -85,18 +85,23 @@ pub enum Family {
     /// A thread id vs the same value as the user of a thread-less origin in
     /// the same group (hermes' `group:-100:42`: topic 42 or user 42?).
     ThreadUser,
+    /// The dialect's own separators and marker words (learned from keys
+    /// it builds: `thread`, `direct`, `agent`, …) put into every id
+    /// position, thread ids included, with platform-native id shapes.
+    Markers,
     /// Independent generated origins: any two routes sharing a key.
     Generated,
 }
 
 impl Family {
-    pub const ALL: [Family; 7] = [
+    pub const ALL: [Family; 8] = [
         Family::ChatCase,
         Family::ThreadCase,
         Family::Whitespace,
         Family::ChatType,
         Family::ColonJoin,
         Family::ThreadUser,
+        Family::Markers,
         Family::Generated,
     ];
 
@@ -108,12 +113,13 @@ impl Family {
             Family::ChatType => "chat-type",
             Family::ColonJoin => "colon-join",
             Family::ThreadUser => "thread-user",
+            Family::Markers => "markers",
             Family::Generated => "generated",
         }
     }
 
     /// The variants of `base` in this family (valid origins only).
-    fn variants(self, base: &RawOrigin, rng: &mut Rng) -> Vec<RawOrigin> {
+    fn variants(self, base: &RawOrigin, rng: &mut Rng, words: &[String]) -> Vec<RawOrigin> {
         let flip = |s: &str| -> String {
             s.chars()
                 .map(|c| {
@@ -168,6 +174,28 @@ impl Family {
                     let mut v = base.clone();
                     v.thread_id = None;
                     v.user_id = Some(t.clone());
+                    out.push(v);
+                }
+            }
+            Family::Markers => {
+                let thread = base.thread_id.clone().unwrap_or_else(|| "42".into());
+                for _ in 0..3 {
+                    let Some(w) = (!words.is_empty()).then(|| &words[rng.below(words.len())])
+                    else {
+                        break;
+                    };
+                    let shapes = [
+                        (format!("{}:{w}:{thread}", base.chat_id), None),
+                        (base.chat_id.clone(), Some(w.clone())),
+                        (base.chat_id.clone(), Some(format!("{w}:{thread}"))),
+                        (base.chat_id.clone(), Some(format!("{thread}:{w}"))),
+                        (w.clone(), base.thread_id.clone()),
+                        (format!("{w}:{}", base.chat_id), Some(thread.clone())),
+                    ];
+                    let (chat, t) = shapes[rng.below(shapes.len())].clone();
+                    let mut v = base.clone();
+                    v.chat_id = chat;
+                    v.thread_id = t;
                     out.push(v);
                 }
             }
@@ -421,10 +449,14 @@ pub fn run(
     };
     let mut out = Vec::new();
     let mut l2 = L2::default();
+    let words = match marker_words(&mut c, cfg) {
+        Ok(w) => w,
+        Err(e) => return vec![Outcome::errored("dialect/KEY-L1/markers", &["KEY-L1"], e)],
+    };
     for family in Family::ALL {
         let id = format!("dialect/KEY-L1/{}", family.name());
         if wants(&id) || wants(&format!("{id}/x")) {
-            out.extend(injective(&mut c, cfg, family, &id, &mut l2));
+            out.extend(injective(&mut c, cfg, family, &id, &mut l2, &words));
         }
     }
     if wants("dialect/KEY-L2/roundtrip") || wants("dialect/KEY-L2/x") {
@@ -452,6 +484,7 @@ fn injective(
     family: Family,
     id: &str,
     l2: &mut L2,
+    words: &[String],
 ) -> Vec<Outcome> {
     let mut rng = Rng::new(cfg.seed ^ 0xD1A1 ^ family as u64);
     // key -> the first origin that built it
@@ -463,7 +496,7 @@ fn injective(
     let mut checked = 0usize;
     for _ in 0..cfg.cases {
         let base = RawOrigin::from(gen::origin(&mut rng));
-        let variants = family.variants(&base, &mut rng);
+        let variants = family.variants(&base, &mut rng, words);
         for o in std::iter::once(base.clone()).chain(variants) {
             let key = match c.build(&o) {
                 Ok(Some(k)) => k,
@@ -595,6 +628,32 @@ fn faithful(c: &mut Client<'_>, cfg: DialectRun, l2: &mut L2) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// The dialect's separators' company: the words of its keys that are not
+/// ids (`agent`, `main`, `direct`, `thread`, …), learned from keys it builds
+/// for generated origins, most frequent first (at most 12).
+fn marker_words(c: &mut Client<'_>, cfg: DialectRun) -> Result<Vec<String>, String> {
+    let mut rng = Rng::new(cfg.seed ^ 0xD1A5);
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for _ in 0..40 {
+        let o = RawOrigin::from(gen::origin(&mut rng));
+        let Some(key) = c.build(&o)? else { continue };
+        let ids: Vec<&str> = [Some(&o.chat_id), o.thread_id.as_ref(), o.user_id.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        for w in key.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')) {
+            let word = !w.is_empty() && w.chars().any(|ch| ch.is_ascii_alphabetic());
+            if word && !ids.iter().any(|id| id.contains(w)) {
+                *seen.entry(w.to_owned()).or_default() += 1;
+            }
+        }
+    }
+    let mut words: Vec<(usize, String)> = seen.into_iter().map(|(w, n)| (n, w)).collect();
+    words.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    Ok(words.into_iter().take(12).map(|(_, w)| w).collect())
 }
 
 /// The malformed keys KEY-L4 derives from a key the dialect built, by
