@@ -239,23 +239,11 @@ pub fn finish(threads: Vec<RawOrigin>, ops: Vec<TraceOp>) -> Trace {
     let n = threads.len();
     let ops = ops
         .into_iter()
-        .map(|op| match op {
-            TraceOp::Message { thread } => TraceOp::Message { thread: thread % n },
-            TraceOp::TurnStart { thread } => TraceOp::TurnStart { thread: thread % n },
-            TraceOp::TurnEnd { thread } => TraceOp::TurnEnd { thread: thread % n },
-            TraceOp::Reset { thread } => TraceOp::Reset { thread: thread % n },
-            TraceOp::Spawn {
-                thread,
-                process,
-                watch,
-                notify,
-            } => TraceOp::Spawn {
-                thread: thread % n,
-                process,
-                watch,
-                notify,
-            },
-            other => other,
+        .map(|mut op| {
+            if let Some(thread) = op.thread_mut() {
+                *thread %= n;
+            }
+            op
         })
         .collect();
     let mut ops = well_formed_ops(ops);

@@ -89,6 +89,19 @@ impl TraceOp {
         }
     }
 
+    /// The thread index an op names, to renumber it (shrinking drops
+    /// threads; generators take indices modulo a pool).
+    pub fn thread_mut(&mut self) -> Option<&mut usize> {
+        match self {
+            TraceOp::Message { thread }
+            | TraceOp::TurnStart { thread }
+            | TraceOp::TurnEnd { thread }
+            | TraceOp::Reset { thread }
+            | TraceOp::Spawn { thread, .. } => Some(thread),
+            _ => None,
+        }
+    }
+
     /// The process an op names, if it names one.
     pub fn process(&self) -> Option<&str> {
         match self {

@@ -89,13 +89,8 @@ pub fn drop_thread(trace: &Trace, t: usize) -> Option<Trace> {
             }
             Some(x) if x > t => {
                 let mut op = op.clone();
-                match &mut op {
-                    TraceOp::Message { thread }
-                    | TraceOp::TurnStart { thread }
-                    | TraceOp::TurnEnd { thread }
-                    | TraceOp::Reset { thread }
-                    | TraceOp::Spawn { thread, .. } => *thread -= 1,
-                    _ => {}
+                if let Some(thread) = op.thread_mut() {
+                    *thread -= 1;
                 }
                 ops.push(op);
             }
