@@ -298,3 +298,31 @@ fn p10_the_python_template_passes() {
         .collect();
     assert!(bad.is_empty(), "{bad:?}");
 }
+
+/// P-12: a harness that refuses some inputs by design and declares it gets
+/// no trace wasted on them: undeclared, the refused traces are skipped;
+/// declared, the generator draws other threads and none is skipped (the
+/// report lists the constraint: `report.rs`'s tests).
+#[test]
+fn p12_declared_constraints_waste_no_trace() {
+    let relay = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/harnesses/relay.py");
+    let exe = env!("CARGO_BIN_EXE_procroute");
+    let cfg = runner::TraceRun {
+        max_shrink_runs: 0,
+        max_shrunk: usize::MAX,
+        ..trace_run(11, 150)
+    };
+    let skipped = |mode: &str| {
+        let args = [relay, mode, exe, "harness"].map(str::to_owned);
+        let out = runner::run_traces("python3", &args, &cfg, Duration::from_secs(20), |id| {
+            id.starts_with("gen/")
+        })
+        .expect("runs");
+        assert_eq!(out.len(), 150);
+        assert!(out.iter().all(|o| o.passed), "the built-in router passes");
+        out.iter().filter(|o| o.skipped.is_some()).count()
+    };
+    let undeclared = skipped("refuse-nul");
+    assert!(undeclared > 0, "the generator makes NUL ids sometimes");
+    assert_eq!(skipped("refuse-nul-declared"), 0, "declared: none wasted");
+}

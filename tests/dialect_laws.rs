@@ -39,8 +39,17 @@ fn failing(v: &BTreeMap<String, bool>) -> Vec<&str> {
 #[test]
 fn key_l1_l2_l3_hold_for_the_builtin_canonical_dialect() {
     let v = verdicts(env!("CARGO_BIN_EXE_procroute"), &["harness"]);
-    assert_eq!(v.len(), 11, "{v:?}");
-    assert_eq!(v.get("dialect/KEY-L4/rejects"), Some(&true), "{v:?}");
+    // Four declared policies, eleven cases each.
+    assert_eq!(v.len(), 44, "{v:?}");
+    for policy in [
+        "default",
+        "shared-groups",
+        "per-user-threads",
+        "profile-coder",
+    ] {
+        let id = format!("dialect/{policy}/KEY-L4/rejects");
+        assert_eq!(v.get(&id), Some(&true), "{v:?}");
+    }
     assert!(failing(&v).is_empty(), "{v:?}");
 }
 
@@ -55,26 +64,26 @@ fn key_l1_and_key_l2_catch_case_folding() {
     let bad = failing(&v);
     // Each loss is its own case, named by family and class.
     assert!(
-        bad.contains(&"dialect/KEY-L1/chat-case/chat-id-case"),
+        bad.contains(&"dialect/default/KEY-L1/chat-case/chat-id-case"),
         "{bad:?}"
     );
     assert!(
-        bad.contains(&"dialect/KEY-L1/thread-case/thread-id-case"),
+        bad.contains(&"dialect/default/KEY-L1/thread-case/thread-id-case"),
         "{bad:?}"
     );
     assert!(
-        bad.contains(&"dialect/KEY-L2/chat-id-case-folded"),
+        bad.contains(&"dialect/default/KEY-L2/chat-id-case-folded"),
         "{bad:?}"
     );
     assert!(
-        bad.contains(&"dialect/KEY-L2/thread-id-case-folded"),
+        bad.contains(&"dialect/default/KEY-L2/thread-id-case-folded"),
         "{bad:?}"
     );
     assert!(
         bad.iter().all(|id| id.contains("case")),
         "folding case breaks nothing else: {bad:?}"
     );
-    assert!(!bad.contains(&"dialect/KEY-L3/total"), "{bad:?}");
+    assert!(!bad.contains(&"dialect/default/KEY-L3/total"), "{bad:?}");
 }
 
 #[test]
@@ -82,10 +91,13 @@ fn key_l1_catches_trimming() {
     let bad = lossy("trim");
     let bad = failing(&bad);
     assert!(
-        bad.contains(&"dialect/KEY-L1/whitespace/chat-id-whitespace"),
+        bad.contains(&"dialect/default/KEY-L1/whitespace/chat-id-whitespace"),
         "{bad:?}"
     );
-    assert!(bad.contains(&"dialect/KEY-L2/chat-id-trimmed"), "{bad:?}");
+    assert!(
+        bad.contains(&"dialect/default/KEY-L2/chat-id-trimmed"),
+        "{bad:?}"
+    );
     assert!(!bad.iter().any(|id| id.contains("case")), "{bad:?}");
 }
 
@@ -94,11 +106,11 @@ fn key_l1_catches_unescaped_separators() {
     let v = lossy("raw");
     let bad = failing(&v);
     assert!(
-        bad.contains(&"dialect/KEY-L1/colon-join/separator-in-id"),
+        bad.contains(&"dialect/default/KEY-L1/colon-join/separator-in-id"),
         "{v:?}"
     );
     assert!(
-        bad.contains(&"dialect/KEY-L2/chat-split-into-thread"),
+        bad.contains(&"dialect/default/KEY-L2/chat-split-into-thread"),
         "{v:?}"
     );
 }
@@ -107,10 +119,11 @@ fn key_l1_catches_unescaped_separators() {
 fn key_l3_catches_a_parse_that_cannot_answer() {
     let v = lossy("crash");
     let bad = failing(&v);
-    assert!(bad.contains(&"dialect/KEY-L3/total"), "{bad:?}");
+    assert!(bad.contains(&"dialect/default/KEY-L3/total"), "{bad:?}");
     // Building still works, so injectivity is unaffected.
     assert!(
-        bad.iter().all(|id| !id.starts_with("dialect/KEY-L1/")),
+        bad.iter()
+            .all(|id| !id.starts_with("dialect/default/KEY-L1/")),
         "{bad:?}"
     );
 }
@@ -122,9 +135,12 @@ fn key_l3_catches_a_parse_that_cannot_answer() {
 fn key_l4_catches_a_parse_that_guesses() {
     let v = lossy("lenient");
     let bad = failing(&v);
-    assert!(bad.contains(&"dialect/KEY-L4/space-appended"), "{bad:?}");
     assert!(
-        bad.contains(&"dialect/KEY-L4/separator-appended"),
+        bad.contains(&"dialect/default/KEY-L4/space-appended"),
+        "{bad:?}"
+    );
+    assert!(
+        bad.contains(&"dialect/default/KEY-L4/separator-appended"),
         "{bad:?}"
     );
     // Its keys stay injective and its parse total; stripping the key also
@@ -132,8 +148,35 @@ fn key_l4_catches_a_parse_that_guesses() {
     // well-formed key.
     assert!(
         bad.iter()
-            .all(|id| id.starts_with("dialect/KEY-L4/") || id.starts_with("dialect/KEY-L2/")),
+            .all(|id| id.starts_with("dialect/default/KEY-L4/")
+                || id.starts_with("dialect/default/KEY-L2/")),
         "{bad:?}"
     );
-    assert_eq!(lossy("exact").get("dialect/KEY-L4/rejects"), Some(&true));
+    assert_eq!(
+        lossy("exact").get("dialect/default/KEY-L4/rejects"),
+        Some(&true)
+    );
+}
+
+/// P-10 policies: every declared policy is its own run, named in the case
+/// ids, and its object reaches the harness. A loss only one policy has
+/// (the user id after the chat id, read back as a thread) fails only under
+/// that policy.
+#[test]
+fn laws_run_under_every_declared_policy() {
+    let v = lossy("peruser");
+    let bad = failing(&v);
+    assert!(
+        v.keys().any(|id| id.starts_with("dialect/default/"))
+            && v.keys().any(|id| id.starts_with("dialect/per-user/")),
+        "{v:?}"
+    );
+    assert!(
+        bad.contains(&"dialect/per-user/KEY-L2/user-read-as-thread"),
+        "{bad:?}"
+    );
+    assert!(
+        bad.iter().all(|id| id.starts_with("dialect/per-user/")),
+        "the default policy keeps the laws: {bad:?}"
+    );
 }

@@ -8,6 +8,10 @@
     lossy_dialect.py crash   parse answers `errored` for keys containing `%`
     lossy_dialect.py lenient exact's keys, but parse guesses at malformed keys
                              (bad escapes kept, empty or padded segments taken)
+    lossy_dialect.py peruser exact, with two declared policies: `default`, and
+                             `per-user` where a group's key gains the user id
+                             after the chat id, which parse reads as a thread
+                             (hermes-agent's shape): only that policy is lossy
 """
 import json
 import sys
@@ -28,7 +32,7 @@ def unesc(s):
                 out.append("%")
             elif s[i:i + 3] == "%3A":
                 out.append(":")
-            elif MODE in ("exact", "fold", "trim"):
+            elif MODE in ("exact", "fold", "trim", "peruser"):
                 return None
             else:
                 out.append(s[i:i + 3])
@@ -39,8 +43,10 @@ def unesc(s):
     return "".join(out)
 
 
-def build(o):
+def build(o, policy):
     ids = [o["chat_id"]] + ([o["thread_id"]] if o.get("thread_id") is not None else [])
+    if policy.get("per_user") and o["chat_type"] == "group" and len(ids) == 1 and o.get("user_id"):
+        ids.append(o["user_id"])
     if MODE == "fold":
         ids = [i.lower() for i in ids]
     if MODE == "trim":
@@ -78,13 +84,16 @@ def parse(key):
 for line in sys.stdin:
     msg = json.loads(line)
     if msg["cmd"] == "start":
-        print(json.dumps({"protocol": 1, "implementation": {"name": f"lossy-{MODE}", "version": "0", "language": "python"},
-                          "operations": ["dialect_build", "dialect_parse"]}), flush=True)
+        started = {"protocol": 1, "implementation": {"name": f"lossy-{MODE}", "version": "0", "language": "python"},
+                   "operations": ["dialect_build", "dialect_parse"]}
+        if MODE == "peruser":
+            started["policies"] = {"default": {}, "per-user": {"per_user": True}}
+        print(json.dumps(started), flush=True)
     elif msg["cmd"] == "run":
         c = msg["case"]
         try:
             if c["op"] == "dialect_build":
-                res = {"key": build(c["origin"])}
+                res = {"key": build(c["origin"], c.get("policy", {}))}
             else:
                 res = {"route": parse(c["key"])}
             print(json.dumps({"seq": msg["seq"], "result": res}), flush=True)

@@ -2,7 +2,9 @@
 """Relays the protocol to a real harness (argv[2:]) and breaks one thing
 about trace replies, for the runner's robustness tests.
 MODE (argv[1]): wrongseq (the first trace reply names another seq) |
-extra (every trace reply carries an unknown field)."""
+extra (every trace reply carries an unknown field) | refuse-nul (traces with
+a NUL in a thread's id are skipped, like hermes-agent's environment
+variables) | refuse-nul-declared (the same, declared as a constraint, P-12)."""
 import json
 import subprocess
 import sys
@@ -17,6 +19,13 @@ for line in sys.stdin:
     if msg["cmd"] == "stop":
         break
     reply = json.loads(inner.stdout.readline())
+    if msg["cmd"] == "start" and mode == "refuse-nul-declared":
+        reply["constraints"] = [{"fields": ["chat_id", "thread_id", "user_id", "user_name"],
+                                 "forbid": "\u0000", "reason": "ids travel in environment variables"}]
+    if msg["cmd"] == "run" and msg["case"].get("op") == "trace" and mode.startswith("refuse-nul"):
+        ids = [v for t in msg["case"]["trace"]["threads"] for v in t.values()]
+        if any("\u0000" in v for v in ids):
+            reply = {"seq": reply["seq"], "skipped": "a thread id contains NUL"}
     if msg["cmd"] == "run" and msg["case"].get("op") == "trace":
         traces += 1
         if mode == "wrongseq" and traces == 1:

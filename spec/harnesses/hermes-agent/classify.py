@@ -31,8 +31,11 @@ VECTORS = {
         "hermes-parse/err/empty-chat", "hermes-parse/err/chat-type", "hermes-parse/err/too-long",
     ],
 }
-# Key-dialect laws (P-10): one case per failure class (KEY-L1: family and
-# class; KEY-L2: class). KEY-L2 reads routes with `_parse_session_key`.
+# Key-dialect laws (P-10): one case per policy and failure class
+# (`dialect/<policy>/KEY-L1/<family>/<class>`, `…/KEY-L2/<class>`); a class
+# has the same cause under every policy the harness declares, so the map
+# names cases without the policy segment. KEY-L2 reads routes with
+# `_parse_session_key`.
 DIALECT = {
     "dialect/KEY-L1/whitespace/chat-id-whitespace": "H-WHATSAPP-CANON",
     "dialect/KEY-L1/colon-join/chat-id-other": "H-WHATSAPP-CANON",
@@ -41,6 +44,8 @@ DIALECT = {
     "dialect/KEY-L1/generated/thread-vs-user": "H-THREAD-USER",
     "dialect/KEY-L1/markers/chat-id-other": "H-WHATSAPP-CANON",
     "dialect/KEY-L1/markers/chat-id-prefix": "H-WHATSAPP-CANON",
+    "dialect/KEY-L1/markers/separator-in-id": "H-KEY-RAW",
+    "dialect/KEY-L1/markers/chat-and-thread": "H-KEY-RAW",
     "dialect/KEY-L2/chat-id-rewritten": "H-WHATSAPP-CANON",
     "dialect/KEY-L2/chat-id-trimmed": "H-WHATSAPP-CANON",
     "dialect/KEY-L2/thread-joined-into-chat": "H-WHATSAPP-CANON",
@@ -54,10 +59,16 @@ DIALECT = {
     "dialect/KEY-L4/separator-appended": "H-PARSE-UNCHECKED",
     "dialect/KEY-L4/separator-doubled": "H-PARSE-UNCHECKED",
     "dialect/KEY-L4/truncated": "H-PARSE-UNCHECKED",
+    "dialect/KEY-L4/space-appended": "H-PARSE-UNCHECKED",
 }
 for case, finding in DIALECT.items():
     VECTORS.setdefault(finding, []).append(case)
 BY_VECTOR = {v: f for f, vs in VECTORS.items() for v in vs}
+
+
+def without_policy(case_id):
+    """`dialect/<policy>/KEY-…` as `dialect/KEY-…` (the DIALECT map's form)."""
+    return re.sub(r"^dialect/[a-z0-9-]+/(KEY-)", r"dialect/\1", case_id)
 
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -155,7 +166,7 @@ def main():
         if o["passed"]:
             continue
         oid = o["id"]
-        finding = BY_VECTOR.get(oid)
+        finding = BY_VECTOR.get(without_policy(oid))
         if finding is None and oid.startswith("gen/"):
             seed, n = oid.split("/")[1:3]
             # The shrunk trace where the runner shrank it, else the original.
@@ -184,6 +195,16 @@ def main():
         print(line)
     for u in unexplained:
         print(f"unexplained failure: {u}", file=sys.stderr)
+    if len(sys.argv) > 3 and sys.argv[3] == "--dialect-table":
+        # FINDINGS.md's table of key-dialect failure classes (to stderr).
+        print("| case | finding | counterexample |\n|---|---|---|", file=sys.stderr)
+        for o in outcomes:
+            if o["passed"] or not o["id"].startswith("dialect/"):
+                continue
+            detail = re.sub(r" \(\d+ (origins|keys|malformed) .*$", "", o.get("detail") or "", flags=re.S)
+            detail = detail if len(detail) <= 300 else detail[:300] + "…"
+            finding = BY_VECTOR.get(without_policy(o["id"]), "?")
+            print(f"| `{o['id']}` | {finding} | {detail} |", file=sys.stderr)
     sys.exit(1 if unexplained else 0)
 
 

@@ -49,6 +49,37 @@ UNSUPPORTED = {
 }
 
 
+# Dialect policies for the key laws (P-10): the default (per-user groups,
+# shared threads), each switch flipped, and a profile namespace.
+POLICIES = {
+    "default": {},
+    "shared-groups": {"group_sessions_per_user": False},
+    "per-user-threads": {"thread_sessions_per_user": True},
+}
+if "profile" in inspect.signature(build_session_key).parameters:  # not in 0.13.0
+    POLICIES["profile-coder"] = {"profile": "coder"}
+
+# Inputs hermes-agent refuses by design (P-12), so traces are not wasted on
+# them. WhatsApp: build_session_key canonicalises a DM's chat id and a
+# group member's user id (gateway/whatsapp_identity.py) and raises
+# ValueError for an identity outside [A-Za-z0-9@.+-] once stripped and cut
+# at ':'/'@' (KEY-H2). The set below is the plain subset of what it accepts.
+WHATSAPP_IDENTITY = "A-Za-z0-9.+@:-"
+CONSTRAINTS = [
+    {"fields": ["chat_id", "thread_id", "user_id", "user_name"], "forbid": "\u0000",
+     "reason": "hermes-agent hands routing ids to background processes in environment "
+               "variables (HERMES_SESSION_*), which cannot hold NUL"},
+    {"fields": ["chat_id"], "platforms": ["whatsapp"], "chat_types": ["dm"],
+     "allow": WHATSAPP_IDENTITY,
+     "reason": "a WhatsApp DM's chat id is a sender identity; hermes-agent raises ValueError "
+               "for one it cannot canonicalise (KEY-H2)"},
+    {"fields": ["user_id"], "platforms": ["whatsapp"], "chat_types": ["group", "channel", "thread"],
+     "allow": WHATSAPP_IDENTITY,
+     "reason": "a WhatsApp group member's user id is a sender identity; hermes-agent raises "
+               "ValueError for one it cannot canonicalise (KEY-H2)"},
+]
+
+
 def trace_support():
     """The trace mapping needs the routing fix (session-store origin first)."""
     needed = ["_build_process_event_source", "_inject_watch_notification", "_run_process_watcher"]
@@ -110,9 +141,9 @@ def hermes_parse(case):
 
 
 def dialect_build(case):
-    """KEY-L1: hermes' own keys under its default policy (per-user groups)."""
-    got = hermes_build({"origin": case["origin"], "policy": {}})
-    return got
+    """KEY-L1: hermes' own keys under the policy the case names (one of
+    POLICIES; none: hermes' default, per-user groups)."""
+    return hermes_build({"origin": case["origin"], "policy": case.get("policy", {})})
 
 
 def dialect_parse(case):
@@ -157,6 +188,8 @@ def main():
                            "watch_global_max_per_window": 15, "watch_global_window_s": 10,
                            "watch_global_cooldown_s": 30, "watcher_poll_s": 5,
                            "completion_dedup_entries": 2048},
+                "policies": POLICIES,
+                "constraints": CONSTRAINTS,
             })
         elif cmd == "run":
             case = msg["case"]

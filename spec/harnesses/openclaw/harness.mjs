@@ -6,8 +6,9 @@
 // It exposes OpenClaw's own session-key dialect to the key-dialect laws:
 //
 //   dialect_build  buildAgentSessionKey (public, openclaw/plugin-sdk/routing)
-//                  with dmScope "per-channel-peer" — the most isolating
-//                  scope that needs no account id — then, for a thread,
+//                  under the declared policy (POLICIES: dmScope
+//                  "per-channel-peer" — the most isolating scope that needs
+//                  no account id —, "per-peer", and a second agent), then, for a thread,
 //                  resolveThreadSessionKeys (public) with its default
 //                  thread-id normaliser.
 //   dialect_parse  parseSessionDeliveryRoute, the function OpenClaw uses to
@@ -55,14 +56,24 @@ const parseSessionDeliveryRoute = await internal("parseSessionDeliveryRoute");
 const PEER_KIND = { dm: "direct", group: "group", channel: "channel" };
 const CHAT_TYPE = { direct: "dm", dm: "dm", group: "group", channel: "channel" };
 
-function dialectBuild(o) {
+// Policies for the key laws (P-10): OpenClaw's DM scopes that need no
+// account id, and a second agent (its profile-like namespace). Each object
+// is what buildAgentSessionKey takes besides the peer.
+const POLICIES = {
+  "per-channel-peer": { agentId: "main", dmScope: "per-channel-peer" },
+  "per-peer": { agentId: "main", dmScope: "per-peer" },
+  "agent-ops": { agentId: "ops", dmScope: "per-channel-peer" },
+};
+
+function dialectBuild(o, policy) {
   const kind = PEER_KIND[o.chat_type];
   if (!kind) return { error: { kind: "unsupported_chat_type" } };
+  const p = policy ?? POLICIES["per-channel-peer"];
   const base = routing.buildAgentSessionKey({
-    agentId: "main",
+    agentId: p.agentId,
     channel: o.platform,
     peer: { kind, id: o.chat_id },
-    dmScope: "per-channel-peer",
+    dmScope: p.dmScope,
   });
   if (o.thread_id == null) return { key: base };
   return { key: routing.resolveThreadSessionKeys({ baseSessionKey: base, threadId: o.thread_id }).sessionKey };
@@ -115,11 +126,12 @@ for await (const line of rl) {
       operations: ["dialect_build", "dialect_parse"],
       unsupported: UNSUPPORTED,
       limits: { system_events_per_session: 20 },
+      policies: POLICIES,
     });
   } else if (msg.cmd === "run") {
     const c = msg.case;
     try {
-      if (c.op === "dialect_build") reply({ seq: msg.seq, result: dialectBuild(c.origin) });
+      if (c.op === "dialect_build") reply({ seq: msg.seq, result: dialectBuild(c.origin, c.policy) });
       else if (c.op === "dialect_parse") reply({ seq: msg.seq, result: dialectParse(c.key) });
       else reply({ seq: msg.seq, skipped: UNSUPPORTED[c.op] ?? `operation ${c.op} not supported` });
     } catch (e) {

@@ -86,8 +86,8 @@ pub enum Family {
     /// the same group (hermes' `group:-100:42`: topic 42 or user 42?).
     ThreadUser,
     /// The dialect's own separators and marker words (learned from keys
-    /// it builds: `thread`, `direct`, `agent`, …) put into every id
-    /// position, thread ids included, with platform-native id shapes.
+    /// it builds: `:`, `thread`, `direct`, `agent`, …) put into every id
+    /// position, thread ids included, next to platform-native id shapes.
     Markers,
     /// Independent generated origins: any two routes sharing a key.
     Generated,
@@ -119,7 +119,7 @@ impl Family {
     }
 
     /// The variants of `base` in this family (valid origins only).
-    fn variants(self, base: &RawOrigin, rng: &mut Rng, words: &[String]) -> Vec<RawOrigin> {
+    fn variants(self, base: &RawOrigin, rng: &mut Rng, grammar: &Grammar) -> Vec<RawOrigin> {
         let flip = |s: &str| -> String {
             s.chars()
                 .map(|c| {
@@ -178,19 +178,27 @@ impl Family {
                 }
             }
             Family::Markers => {
-                let thread = base.thread_id.clone().unwrap_or_else(|| "42".into());
+                // A platform-native id of any platform (Matrix `!r:srv`,
+                // Teams `19:x@thread.v2`, Slack `1700000000.1`, …) stands
+                // next to the marker, in the chat or the thread position.
+                let native = (*rng.pick(gen::REAL_IDS)).to_owned();
+                let thread = base.thread_id.clone().unwrap_or_else(|| native.clone());
                 for _ in 0..3 {
+                    let words = &grammar.words;
                     let Some(w) = (!words.is_empty()).then(|| &words[rng.below(words.len())])
                     else {
                         break;
                     };
+                    let sep = rng.pick(&grammar.separators).clone();
                     let shapes = [
-                        (format!("{}:{w}:{thread}", base.chat_id), None),
+                        (format!("{}{sep}{w}{sep}{thread}", base.chat_id), None),
                         (base.chat_id.clone(), Some(w.clone())),
-                        (base.chat_id.clone(), Some(format!("{w}:{thread}"))),
-                        (base.chat_id.clone(), Some(format!("{thread}:{w}"))),
+                        (base.chat_id.clone(), Some(format!("{w}{sep}{thread}"))),
+                        (base.chat_id.clone(), Some(format!("{thread}{sep}{w}"))),
                         (w.clone(), base.thread_id.clone()),
-                        (format!("{w}:{}", base.chat_id), Some(thread.clone())),
+                        (format!("{w}{sep}{}", base.chat_id), Some(thread.clone())),
+                        (native.clone(), Some(format!("{w}{sep}{native}"))),
+                        (format!("{native}{sep}{w}"), Some(native.clone())),
                     ];
                     let (chat, t) = shapes[rng.below(shapes.len())].clone();
                     let mut v = base.clone();
@@ -249,7 +257,7 @@ fn id_change(orig: &str, got: &str) -> &'static str {
 
 /// KEY-L2's failure classes: how the route a dialect parsed out of a key
 /// differs from the origin the key was built from. Each class is its own
-/// case (`dialect/KEY-L2/<class>`), so a known failure of one class never
+/// case (`dialect/<policy>/KEY-L2/<class>`), so a known failure of one class never
 /// hides a new class.
 pub fn l2_class(o: &RawOrigin, r: &Route) -> String {
     if r.platform != o.platform {
@@ -288,7 +296,7 @@ pub fn l2_class(o: &RawOrigin, r: &Route) -> String {
 }
 
 /// KEY-L1's failure classes: what tells two routes that share a key
-/// apart (`dialect/KEY-L1/<family>/<class>`).
+/// apart (`dialect/<policy>/KEY-L1/<family>/<class>`).
 pub fn l1_class(a: &RawOrigin, b: &RawOrigin) -> String {
     let same = |x: &str, y: &str| x == y;
     let kind = |x: &str, y: &str| -> &'static str {
@@ -349,11 +357,16 @@ struct Client<'a> {
     timeout: Duration,
     /// Keys already built, by the origin's JSON.
     keys: HashMap<String, String>,
+    /// Sent as `policy` with every case (`None`: the dialect's default).
+    policy: Option<Value>,
 }
 
 impl Client<'_> {
-    fn ask(&mut self, case: Value) -> Result<Value, String> {
+    fn ask(&mut self, mut case: Value) -> Result<Value, String> {
         self.seq += 1;
+        if let (Some(p), Some(obj)) = (&self.policy, case.as_object_mut()) {
+            obj.insert("policy".into(), p.clone());
+        }
         let cmd = Command::Run {
             seq: self.seq,
             case,
@@ -433,50 +446,76 @@ impl Client<'_> {
     }
 }
 
-/// Runs KEY-L1 (one case per family), KEY-L2 and KEY-L3 through a harness
-/// that lists `dialect_build` and `dialect_parse`.
+/// Runs KEY-L1 (one case per family), KEY-L2, KEY-L3 and KEY-L4 through
+/// a harness that lists `dialect_build` and `dialect_parse`, once per
+/// policy; a policy's cases are named `dialect/<policy>/KEY-…`.
 pub fn run(
     h: &mut Harness,
     cfg: DialectRun,
     timeout: Duration,
+    policies: &[(String, Option<Value>)],
     wants: impl Fn(&str) -> bool,
 ) -> Vec<Outcome> {
-    let mut c = Client {
-        h,
-        seq: 2_000_000,
-        timeout,
-        keys: HashMap::new(),
-    };
+    let mut out = Vec::new();
+    let mut seq = 2_000_000;
+    for (name, policy) in policies {
+        let mut c = Client {
+            h: &mut *h,
+            seq,
+            timeout,
+            keys: HashMap::new(),
+            policy: policy.clone(),
+        };
+        out.extend(run_policy(&mut c, cfg, &format!("dialect/{name}"), &wants));
+        seq = c.seq;
+    }
+    out
+}
+
+fn run_policy(
+    c: &mut Client<'_>,
+    cfg: DialectRun,
+    pre: &str,
+    wants: &impl Fn(&str) -> bool,
+) -> Vec<Outcome> {
     let mut out = Vec::new();
     let mut l2 = L2::default();
-    let words = match marker_words(&mut c, cfg) {
-        Ok(w) => w,
-        Err(e) => return vec![Outcome::errored("dialect/KEY-L1/markers", &["KEY-L1"], e)],
+    let grammar = match learn_grammar(c, cfg) {
+        Ok(g) => g,
+        Err(e) => {
+            return vec![Outcome::errored(
+                format!("{pre}/KEY-L1/markers"),
+                &["KEY-L1"],
+                e,
+            )]
+        }
     };
     for family in Family::ALL {
-        let id = format!("dialect/KEY-L1/{}", family.name());
+        let id = format!("{pre}/KEY-L1/{}", family.name());
         if wants(&id) || wants(&format!("{id}/x")) {
-            out.extend(injective(&mut c, cfg, family, &id, &mut l2, &words));
+            out.extend(injective(c, cfg, family, &id, &mut l2, &grammar));
         }
     }
-    if wants("dialect/KEY-L2/roundtrip") || wants("dialect/KEY-L2/x") {
-        match faithful(&mut c, cfg, &mut l2) {
-            Ok(()) => out.extend(l2.outcomes()),
-            Err(e) => out.push(Outcome::errored("dialect/KEY-L2/roundtrip", &["KEY-L2"], e)),
+    let roundtrip = format!("{pre}/KEY-L2/roundtrip");
+    if wants(&roundtrip) || wants(&format!("{pre}/KEY-L2/x")) {
+        match faithful(c, cfg, &mut l2) {
+            Ok(()) => out.extend(l2.outcomes(pre)),
+            Err(e) => out.push(Outcome::errored(roundtrip, &["KEY-L2"], e)),
         }
     }
-    if wants("dialect/KEY-L4/rejects") || wants("dialect/KEY-L4/x") {
-        out.extend(rejecting(&mut c, cfg));
+    if wants(&format!("{pre}/KEY-L4/rejects")) || wants(&format!("{pre}/KEY-L4/x")) {
+        out.extend(rejecting(c, cfg, pre));
     }
-    if wants("dialect/KEY-L3/total") {
-        out.push(total(&mut c, cfg));
+    let total_id = format!("{pre}/KEY-L3/total");
+    if wants(&total_id) {
+        out.push(total(c, cfg, total_id));
     }
     out
 }
 
 /// KEY-L1 over one family: one case per failure class seen
-/// (`dialect/KEY-L1/<family>/<class>`), each with its plainest
-/// counterexample, or one passing case `dialect/KEY-L1/<family>`. Every
+/// (`dialect/<policy>/KEY-L1/<family>/<class>`), each with its plainest
+/// counterexample, or one passing case `dialect/<policy>/KEY-L1/<family>`. Every
 /// origin built here is also checked against KEY-L2 (`l2`).
 fn injective(
     c: &mut Client<'_>,
@@ -484,7 +523,7 @@ fn injective(
     family: Family,
     id: &str,
     l2: &mut L2,
-    words: &[String],
+    grammar: &Grammar,
 ) -> Vec<Outcome> {
     let mut rng = Rng::new(cfg.seed ^ 0xD1A1 ^ family as u64);
     // key -> the first origin that built it
@@ -496,7 +535,7 @@ fn injective(
     let mut checked = 0usize;
     for _ in 0..cfg.cases {
         let base = RawOrigin::from(gen::origin(&mut rng));
-        let variants = family.variants(&base, &mut rng, words);
+        let variants = family.variants(&base, &mut rng, grammar);
         for o in std::iter::once(base.clone()).chain(variants) {
             let key = match c.build(&o) {
                 Ok(Some(k)) => k,
@@ -593,20 +632,21 @@ impl L2 {
         }
     }
 
-    /// One case per failure class, or one passing `dialect/KEY-L2/roundtrip`.
-    fn outcomes(self) -> Vec<Outcome> {
+    /// One case per failure class, or one passing `<pre>/KEY-L2/roundtrip`.
+    fn outcomes(self, pre: &str) -> Vec<Outcome> {
+        let roundtrip = format!("{pre}/KEY-L2/roundtrip");
         if let Some(e) = self.errored {
-            return vec![Outcome::errored("dialect/KEY-L2/roundtrip", &["KEY-L2"], e)];
+            return vec![Outcome::errored(roundtrip, &["KEY-L2"], e)];
         }
         if self.worst.is_empty() {
-            return vec![Outcome::pass("dialect/KEY-L2/roundtrip", &["KEY-L2"])];
+            return vec![Outcome::pass(roundtrip, &["KEY-L2"])];
         }
         let (checked, declined) = (self.checked, self.declined);
         self.worst
             .into_iter()
             .map(|(class, (_, d))| {
                 Outcome::check(
-                    format!("dialect/KEY-L2/{class}"),
+                    format!("{pre}/KEY-L2/{class}"),
                     &["KEY-L2"],
                     Some(format!(
                         "{d} ({checked} keys parsed, {declined} declined): a wrong route, not a refusal"
@@ -630,12 +670,21 @@ fn faithful(c: &mut Client<'_>, cfg: DialectRun, l2: &mut L2) -> Result<(), Stri
     Ok(())
 }
 
-/// The dialect's separators' company: the words of its keys that are not
-/// ids (`agent`, `main`, `direct`, `thread`, …), learned from keys it builds
-/// for generated origins, most frequent first (at most 12).
-fn marker_words(c: &mut Client<'_>, cfg: DialectRun) -> Result<Vec<String>, String> {
+/// What the dialect's keys are made of besides ids: its marker words
+/// (`agent`, `main`, `direct`, `thread`, …, at most 12, most frequent
+/// first) and its separators (`:`, …, at most 3), learned from the keys
+/// it builds for generated origins (what is left of a key once the
+/// origin's ids are cut out).
+#[derive(Debug, Clone, Default)]
+struct Grammar {
+    words: Vec<String>,
+    separators: Vec<String>,
+}
+
+fn learn_grammar(c: &mut Client<'_>, cfg: DialectRun) -> Result<Grammar, String> {
     let mut rng = Rng::new(cfg.seed ^ 0xD1A5);
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut words: HashMap<String, usize> = HashMap::new();
+    let mut seps: HashMap<char, usize> = HashMap::new();
     for _ in 0..40 {
         let o = RawOrigin::from(gen::origin(&mut rng));
         let Some(key) = c.build(&o)? else { continue };
@@ -647,13 +696,36 @@ fn marker_words(c: &mut Client<'_>, cfg: DialectRun) -> Result<Vec<String>, Stri
         for w in key.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')) {
             let word = !w.is_empty() && w.chars().any(|ch| ch.is_ascii_alphabetic());
             if word && !ids.iter().any(|id| id.contains(w)) {
-                *seen.entry(w.to_owned()).or_default() += 1;
+                *words.entry(w.to_owned()).or_default() += 1;
+            }
+        }
+        // Separators: punctuation of the key outside every id occurrence.
+        let mut rest = key.clone();
+        for id in ids.iter().filter(|id| id.len() > 1) {
+            rest = rest.replace(id, "\u{0}");
+        }
+        for ch in rest.chars() {
+            if ch.is_ascii_punctuation() && !ids.iter().any(|id| id.len() == 1 && id.contains(ch)) {
+                *seps.entry(ch).or_default() += 1;
             }
         }
     }
-    let mut words: Vec<(usize, String)> = seen.into_iter().map(|(w, n)| (n, w)).collect();
+    let mut words: Vec<(usize, String)> = words.into_iter().map(|(w, n)| (n, w)).collect();
     words.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    Ok(words.into_iter().take(12).map(|(_, w)| w).collect())
+    let mut seps: Vec<(usize, char)> = seps.into_iter().map(|(c, n)| (n, c)).collect();
+    seps.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let mut separators: Vec<String> = seps
+        .into_iter()
+        .take(3)
+        .map(|(_, c)| c.to_string())
+        .collect();
+    if separators.is_empty() {
+        separators.push(":".into());
+    }
+    Ok(Grammar {
+        words: words.into_iter().take(12).map(|(_, w)| w).collect(),
+        separators,
+    })
 }
 
 /// The malformed keys KEY-L4 derives from a key the dialect built, by
@@ -688,12 +760,13 @@ fn malformed(key: &str, rng: &mut Rng) -> Vec<(&'static str, String)> {
 /// keys whose own parse rebuilds them (the reply carries what the key
 /// holds); if none does, the law cannot be judged and the case is skipped
 /// with that reason. One case per malformed class that the dialect guesses
-/// on (`dialect/KEY-L4/<class>`), or one passing `dialect/KEY-L4/rejects`.
-fn rejecting(c: &mut Client<'_>, cfg: DialectRun) -> Vec<Outcome> {
+/// on (`dialect/<policy>/KEY-L4/<class>`), or one passing `dialect/<policy>/KEY-L4/rejects`.
+fn rejecting(c: &mut Client<'_>, cfg: DialectRun, pre: &str) -> Vec<Outcome> {
+    let rejects = format!("{pre}/KEY-L4/rejects");
     let mut rng = Rng::new(cfg.seed ^ 0xD1A4);
     let mut worst: std::collections::BTreeMap<&'static str, (usize, String)> = Default::default();
-    let (mut judged, mut tried, mut unjudgeable) = (0usize, 0usize, 0usize);
-    let fail = |e: String| vec![Outcome::errored("dialect/KEY-L4/rejects", &["KEY-L4"], e)];
+    let (mut judged, mut tried, mut unjudgeable, mut declined) = (0usize, 0usize, 0usize, 0usize);
+    let fail = |e: String| vec![Outcome::errored(rejects.clone(), &["KEY-L4"], e)];
     for _ in 0..cfg.cases {
         let o = RawOrigin::from(gen::origin(&mut rng));
         let key = match c.build(&o) {
@@ -704,7 +777,10 @@ fn rejecting(c: &mut Client<'_>, cfg: DialectRun) -> Vec<Outcome> {
         // The precondition: the dialect's answer for its own key rebuilds it.
         let own = match c.parse_full(&key) {
             Ok(Some((r, u))) => c.rebuild(&r, &u),
-            Ok(None) => continue,
+            Ok(None) => {
+                declined += 1;
+                continue;
+            }
             Err(_) => continue, // KEY-L3's business
         };
         match own {
@@ -749,22 +825,25 @@ fn rejecting(c: &mut Client<'_>, cfg: DialectRun) -> Vec<Outcome> {
         }
     }
     if judged == 0 {
-        return vec![Outcome::skip(
-            "dialect/KEY-L4/rejects",
-            &["KEY-L4"],
+        let why = if unjudgeable == 0 && declined > 0 {
             format!(
-                "no parse answer rebuilds its own key ({unjudgeable} keys): the replies carry too little to judge a guess (send user_id in routes, P-10)"
-            ),
-        )];
+                "the parse declines every key the dialect builds here ({declined} keys): no answer to judge a guess against"
+            )
+        } else {
+            format!(
+                "no parse answer rebuilds its own key ({unjudgeable} keys, {declined} declined): the replies carry too little to judge a guess (send user_id in routes, P-10)"
+            )
+        };
+        return vec![Outcome::skip(rejects, &["KEY-L4"], why)];
     }
     if worst.is_empty() {
-        return vec![Outcome::pass("dialect/KEY-L4/rejects", &["KEY-L4"])];
+        return vec![Outcome::pass(rejects, &["KEY-L4"])];
     }
     worst
         .into_iter()
         .map(|(class, (_, d))| {
             Outcome::check(
-                format!("dialect/KEY-L4/{class}"),
+                format!("{pre}/KEY-L4/{class}"),
                 &["KEY-L4"],
                 Some(format!(
                     "{d} ({tried} malformed keys from {judged} judged keys): a guess, not a refusal"
@@ -774,20 +853,19 @@ fn rejecting(c: &mut Client<'_>, cfg: DialectRun) -> Vec<Outcome> {
         .collect()
 }
 
-fn total(c: &mut Client<'_>, cfg: DialectRun) -> Outcome {
-    const ID: &str = "dialect/KEY-L3/total";
+fn total(c: &mut Client<'_>, cfg: DialectRun, id: String) -> Outcome {
     let mut rng = Rng::new(cfg.seed ^ 0xD1A3);
     for _ in 0..cfg.cases {
         let key = gen::key_like(&mut rng);
         if let Err(e) = c.parse(&key) {
             return Outcome::check(
-                ID,
+                id,
                 &["KEY-L3"],
                 Some(format!("parse of {key:?} did not answer: {e}")),
             );
         }
     }
-    Outcome::pass(ID, &["KEY-L3"])
+    Outcome::pass(id, &["KEY-L3"])
 }
 
 /// Spawns the harness and runs the dialect laws if it lists both
@@ -810,7 +888,7 @@ pub fn run_over(
         .filter(|op| !started.operations.iter().any(|o| o == op))
         .collect();
     let out = if missing.is_empty() {
-        run(&mut h, cfg, timeout, wants)
+        run(&mut h, cfg, timeout, &started.dialect_policies(), wants)
     } else {
         let why = missing
             .iter()

@@ -64,6 +64,8 @@ pub fn serve_with(
                         "registry": crate::registry::Limits::default(),
                         "delivery": crate::delivery::DeliveryLimits::default(),
                     })),
+                    policies: builtin_policies(),
+                    constraints: Vec::new(),
                 })
                 .unwrap_or(Value::Null),
                 Ok(Command::Run { seq, case }) => {
@@ -150,10 +152,34 @@ fn run(seq: u64, mut case: Value, config: &crate::gateway::Config) -> RunReply {
     }
 }
 
+/// The policies the built-in harness declares for the dialect laws: the
+/// default, each switch flipped, and a profile namespace.
+fn builtin_policies() -> std::collections::BTreeMap<String, Value> {
+    [
+        ("default", json!({})),
+        ("shared-groups", json!({"group_sessions_per_user": false})),
+        (
+            "per-user-threads",
+            json!({"thread_sessions_per_user": true}),
+        ),
+        ("profile-coder", json!({"profile": "coder"})),
+    ]
+    .into_iter()
+    .map(|(n, p)| (n.to_owned(), p))
+    .collect()
+}
+
 /// KEY-L1..L4 cases: procroute's own dialect is the canonical one, under
-/// the default policy.
+/// the policy the case names (`policy`, P-10; absent: the default).
 fn dialect_build(seq: u64, case: &Value) -> RunReply {
     use crate::origin::{Origin, RawOrigin};
+    let policy = match case.get("policy") {
+        None => crate::key::Policy::default(),
+        Some(p) => match serde_json::from_value::<crate::key::Policy>(p.clone()) {
+            Ok(p) => p,
+            Err(e) => return RunReply::errored(seq, format!("bad policy {p}: {e}")),
+        },
+    };
     let origin = case
         .get("origin")
         .cloned()
@@ -164,7 +190,7 @@ fn dialect_build(seq: u64, case: &Value) -> RunReply {
         Ok(raw) => match Origin::try_from(raw) {
             Ok(o) => RunReply::result(
                 seq,
-                json!({"key": crate::key::canonical::build(&o, &crate::key::Policy::default())}),
+                json!({"key": crate::key::canonical::build(&o, &policy)}),
             ),
             Err(e) => RunReply::result(seq, json!({ "error": e })),
         },

@@ -4,6 +4,7 @@
 //! JSON-lines harness protocol for other implementations grows from here
 //! (`spec/SPEC.md`, chapter on conformance).
 
+pub mod constraint;
 pub mod dialect;
 pub mod harness;
 pub mod laws;
@@ -149,6 +150,7 @@ pub fn run_protocol(
     }
     let mut report = Report::new(file.suite_version.clone(), outcomes);
     report.coverage = coverage;
+    report.declared = report::Declared::of(&started);
     Ok((report, started, restarts))
 }
 

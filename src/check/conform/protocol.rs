@@ -5,6 +5,8 @@
 //! `stop`. The harness only observes; the runner judges.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -43,11 +45,66 @@ pub struct Started {
     pub operations: Vec<String>,
     /// Why an unsupported operation cannot be expressed, by operation.
     #[serde(default)]
-    pub unsupported: std::collections::BTreeMap<String, String>,
+    pub unsupported: BTreeMap<String, String>,
     /// The implementation's limits (rate limits, queue bounds, …), free
     /// form, shown in reports so a difference in settings is visible.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Value>,
+    /// Key-dialect policies the dialect laws run under, by stable name
+    /// (P-10): each object is sent as `policy` with every dialect case.
+    /// None declared: one run under the dialect's default, named `default`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub policies: BTreeMap<String, Value>,
+    /// Inputs the implementation refuses by design (P-12): generation
+    /// respects them and the report lists them as observations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constraints: Vec<super::constraint::Constraint>,
+}
+
+/// Most policies a handshake may declare, and the longest name.
+pub const MAX_POLICIES: usize = 16;
+pub const MAX_POLICY_NAME: usize = 40;
+
+impl Started {
+    /// Checks what the runner relies on: policy names that are id segments
+    /// (`[a-z0-9-]+`, so case ids stay stable and globbable), policy
+    /// values that are objects, and constraints that make sense.
+    pub fn validate(&self) -> Result<super::constraint::Constraints, String> {
+        if self.policies.len() > MAX_POLICIES {
+            return Err(format!(
+                "{} policies declared (limit {MAX_POLICIES})",
+                self.policies.len()
+            ));
+        }
+        for (name, policy) in &self.policies {
+            let ok = !name.is_empty()
+                && name.len() <= MAX_POLICY_NAME
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            if !ok {
+                return Err(format!(
+                    "policy name {name:?}: use 1 to {MAX_POLICY_NAME} of a-z, 0-9 and -"
+                ));
+            }
+            if !policy.is_object() {
+                return Err(format!("policy {name:?} is {policy}, not an object"));
+            }
+        }
+        super::constraint::Constraints::new(&self.constraints)
+    }
+
+    /// The policies the dialect laws run under, in name order; `None` as
+    /// the policy value: send none (the dialect's default).
+    pub fn dialect_policies(&self) -> Vec<(String, Option<Value>)> {
+        if self.policies.is_empty() {
+            return vec![("default".to_owned(), None)];
+        }
+        self.policies
+            .iter()
+            .map(|(n, p)| (n.clone(), Some(p.clone())))
+            .collect()
+    }
 }
 
 /// The answer to `run`: exactly one of `result`, `skipped`, `errored`.

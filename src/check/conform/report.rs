@@ -14,6 +14,63 @@ pub struct Report {
     /// How many generated traces exercised each judged rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coverage: Option<super::runner::Coverage>,
+    /// What the implementation declared about itself in its handshake:
+    /// observations about what was (not) checked, never passes.
+    #[serde(default, skip_serializing_if = "Declared::is_empty")]
+    pub declared: Declared,
+}
+
+/// The handshake's declarations a reader needs to weigh a report.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Declared {
+    /// The policies the dialect laws ran under (P-10).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<String>,
+    /// Inputs refused by design (P-12): never generated, so unchecked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constraints: Vec<super::constraint::Constraint>,
+}
+
+impl Declared {
+    pub fn of(started: &super::protocol::Started) -> Declared {
+        Declared {
+            policies: if started.operations.iter().any(|o| o == "dialect_build") {
+                started
+                    .dialect_policies()
+                    .into_iter()
+                    .map(|(n, _)| n)
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            constraints: started.constraints.clone(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty() && self.constraints.is_empty()
+    }
+
+    /// One line per declaration, for the text and markdown reports.
+    fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.policies.is_empty() {
+            out.push(format!(
+                "key-dialect laws ran under {} polic{}: {}",
+                self.policies.len(),
+                if self.policies.len() == 1 { "y" } else { "ies" },
+                self.policies.join(", ")
+            ));
+        }
+        for c in &self.constraints {
+            out.push(format!(
+                "not generated (declared constraint): {} — {}",
+                c.describe(),
+                c.reason
+            ));
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +86,7 @@ impl Report {
             suite_version,
             outcomes,
             coverage: None,
+            declared: Declared::default(),
         }
     }
 
@@ -63,6 +121,13 @@ impl Report {
                 "| {rule} | {} | {} | {} |",
                 t.passed, t.failed, t.skipped
             );
+        }
+        let declared = self.declared.lines();
+        if !declared.is_empty() {
+            out.push_str("\nDeclared by the implementation (observations, not passes):\n\n");
+            for l in &declared {
+                let _ = writeln!(out, "- {l}");
+            }
         }
         let failures: Vec<&Outcome> = self.outcomes.iter().filter(|o| !o.passed).collect();
         if !failures.is_empty() {
@@ -188,6 +253,16 @@ impl Report {
                 let _ = writeln!(out, "{}", line.trim_end());
             }
         }
+        let declared = self.declared.lines();
+        if !declared.is_empty() {
+            let _ = writeln!(
+                out,
+                "\ndeclared by the implementation (observations, not passes):"
+            );
+            for l in &declared {
+                let _ = writeln!(out, "  {l}");
+            }
+        }
         let failures: Vec<&Outcome> = self.outcomes.iter().filter(|o| !o.passed).collect();
         if !failures.is_empty() {
             let _ = writeln!(out, "\nfailures:");
@@ -253,4 +328,35 @@ fn rule_order(rule: &str) -> (String, u64) {
     let digits = rule.len() - rule.trim_end_matches(|c: char| c.is_ascii_digit()).len();
     let (head, num) = rule.split_at(rule.len() - digits);
     (head.to_owned(), num.parse().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Declarations are observations: listed in both renderings, never
+    /// counted as passes.
+    #[test]
+    fn declarations_are_listed_not_counted() {
+        let mut r = Report::new("0".into(), vec![Outcome::pass("a", &["KEY-1"])]);
+        r.declared = Declared {
+            policies: vec!["default".into(), "profile-x".into()],
+            constraints: vec![super::super::constraint::Constraint {
+                fields: vec![super::super::constraint::Field::UserId],
+                platforms: vec!["whatsapp".into()],
+                chat_types: vec!["group".into()],
+                allow: Some("0-9".into()),
+                forbid: None,
+                reason: "identities are canonicalised".into(),
+            }],
+        };
+        for text in [r.render_text("x"), r.render_markdown("x")] {
+            assert!(text.contains("2 policies: default, profile-x"), "{text}");
+            assert!(
+                text.contains("not generated (declared constraint): user_id in whatsapp group origins: only [0-9] — identities are canonicalised"),
+                "{text}"
+            );
+            assert!(text.contains("1 passed, 0 failed"), "{text}");
+        }
+    }
 }

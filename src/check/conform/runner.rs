@@ -177,7 +177,12 @@ impl Harness {
                 timeout,
             )
             .map_err(|e| e.to_string())?;
-        serde_json::from_value(v.clone()).map_err(|e| format!("bad start reply {v}: {e}"))
+        let started: Started =
+            serde_json::from_value(v.clone()).map_err(|e| format!("bad start reply {v}: {e}"))?;
+        started
+            .validate()
+            .map_err(|e| format!("bad start reply: {e}"))?;
+        Ok(started)
     }
 
     pub fn restart(&mut self, timeout: Duration) -> Result<Started, String> {
@@ -542,6 +547,7 @@ fn run_stored(
     impl_arg: &str,
     seq: &mut u64,
     timeout: Duration,
+    limits: &super::constraint::Constraints,
     wants: &impl Fn(&str) -> bool,
     out: &mut Vec<Outcome>,
 ) -> Result<(), String> {
@@ -551,6 +557,16 @@ fn run_stored(
             continue;
         }
         let rules: Vec<&str> = f.rules.iter().map(String::as_str).collect();
+        // A thread the implementation refuses by design: not sent (P-12).
+        let refused = f.trace.threads.iter().enumerate().find_map(|(i, o)| {
+            limits
+                .broken_by(o)
+                .map(|why| format!("thread {i} breaks a declared constraint: {why}"))
+        });
+        if let Some(why) = refused {
+            out.push(Outcome::skip(f.id, &rules, why));
+            continue;
+        }
         *seq += 1;
         match run_trace_case(h, *seq, &f.trace, timeout) {
             Ok(result) => {
@@ -597,7 +613,7 @@ pub fn run_traces_covered(
     timeout: Duration,
     wants: impl Fn(&str) -> bool,
 ) -> Result<(Vec<Outcome>, Coverage), String> {
-    use super::trace::{generate, quiescence, shrink};
+    use super::trace::{generate_within, quiescence, shrink};
     use crate::check::model::judge::judge;
     let mut coverage = Coverage::default();
     let mut h = Harness::spawn(program, args)?;
@@ -605,6 +621,7 @@ pub fn run_traces_covered(
         h.schema = Some(std::sync::Arc::new(super::schema::Schema::protocol()));
     }
     let started = h.start(timeout)?;
+    let limits = started.validate()?;
     let mut out = Vec::new();
     if !started.operations.iter().any(|o| o == "trace") {
         let why = started
@@ -627,7 +644,9 @@ pub fn run_traces_covered(
     };
     let mut seq = 1_000_000u64;
     if cfg.stored {
-        run_stored(&mut h, &impl_arg, &mut seq, timeout, &wants, &mut out)?;
+        run_stored(
+            &mut h, &impl_arg, &mut seq, timeout, &limits, &wants, &mut out,
+        )?;
     }
     let mut wrote_svg = false;
     let mut shrunk: std::collections::BTreeMap<String, usize> = Default::default();
@@ -643,9 +662,10 @@ pub fn run_traces_covered(
         if !wants(&id) {
             continue;
         }
-        let trace = generate(
+        let trace = generate_within(
             cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64),
             cfg.max_steps,
+            &limits,
         );
         let exercised = crate::check::model::judge::exercised(&trace);
         coverage.traces += 1;

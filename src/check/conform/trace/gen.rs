@@ -1,6 +1,7 @@
 //! The generator: families of related threads and rule-reaching scenarios.
 
 use super::{quiescence, Trace, TraceOp};
+use crate::check::conform::constraint::Constraints;
 use crate::check::gen::{self, Rng};
 use crate::origin::{Origin, RawOrigin};
 
@@ -9,7 +10,27 @@ use crate::origin::{Origin, RawOrigin};
 /// surrounding white space, where a `:` falls, Unicode normalisation or the
 /// last byte of a long shared prefix — and an unrelated chat or two.
 pub fn generate_threads(rng: &mut Rng) -> Vec<RawOrigin> {
-    let base = RawOrigin::from(gen::origin(rng));
+    generate_threads_within(rng, &Constraints::default())
+}
+
+/// [`generate_threads`] that only yields origins the implementation
+/// accepts (its declared constraints, P-12): a refused relative is not
+/// added and a refused base is drawn again; only if 32 draws are all
+/// refused is the last one repaired character by character.
+pub fn generate_threads_within(rng: &mut Rng, limits: &Constraints) -> Vec<RawOrigin> {
+    let mut base = RawOrigin::from(gen::origin(rng));
+    for _ in 0..32 {
+        if limits.broken_by(&base).is_none() {
+            break;
+        }
+        base = RawOrigin::from(gen::origin(rng));
+    }
+    if limits.broken_by(&base).is_some() {
+        let fixed = limits.repair(&base);
+        if Origin::try_from(fixed.clone()).is_ok() {
+            base = fixed;
+        }
+    }
     let want = 3 + rng.below(4);
     let mut out = vec![base.clone()];
     let mut tries = 0;
@@ -85,7 +106,7 @@ pub fn generate_threads(rng: &mut Rng) -> Vec<RawOrigin> {
             }
             _ => o = RawOrigin::from(gen::origin(rng)),
         }
-        if Origin::try_from(o.clone()).is_ok() {
+        if Origin::try_from(o.clone()).is_ok() && limits.broken_by(&o).is_none() {
             out.push(o);
         }
     }
@@ -383,8 +404,15 @@ impl Gen {
 /// process ids (a running id is never spawned again) and the quiescence
 /// suffix appended. `max_steps` bounds the random operations.
 pub fn generate(seed: u64, max_steps: usize) -> Trace {
+    generate_within(seed, max_steps, &Constraints::default())
+}
+
+/// [`generate`] whose threads respect an implementation's declared
+/// constraints (the same seed gives the same trace for the same
+/// constraints; without any, exactly [`generate`]'s trace).
+pub fn generate_within(seed: u64, max_steps: usize, limits: &Constraints) -> Trace {
     let mut rng = Rng::new(seed);
-    let threads = generate_threads(&mut rng);
+    let threads = generate_threads_within(&mut rng, limits);
     let mut g = Gen {
         n: threads.len(),
         rng,

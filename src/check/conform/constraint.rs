@@ -1,0 +1,358 @@
+//! Input constraints a harness declares in its handshake (PROTOCOL P-12):
+//! origins an implementation refuses *by design* — ids it cannot carry
+//! (NUL in an environment variable), ids it rejects (WhatsApp identities
+//! it cannot canonicalise) — each with a reason.
+//!
+//! Why: a generated trace whose threads the implementation cannot open is
+//! skipped, and a skipped trace checks nothing. So the generator respects
+//! the constraints (it draws other threads instead), stored traces that
+//! break one are skipped without being sent, and the report lists every
+//! constraint as an observation: what was *not* checked, never a pass.
+
+use serde::{Deserialize, Serialize};
+
+use crate::origin::RawOrigin;
+
+/// Longest character-set spec, and most constraints, a handshake may hold.
+pub const MAX_SET_BYTES: usize = 256;
+pub const MAX_CONSTRAINTS: usize = 32;
+
+/// An origin field a constraint restricts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    ChatId,
+    ThreadId,
+    UserId,
+    UserName,
+}
+
+impl Field {
+    fn get(self, o: &RawOrigin) -> Option<&str> {
+        match self {
+            Field::ChatId => Some(&o.chat_id),
+            Field::ThreadId => o.thread_id.as_deref(),
+            Field::UserId => o.user_id.as_deref(),
+            Field::UserName => o.user_name.as_deref(),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Field::ChatId => "chat_id",
+            Field::ThreadId => "thread_id",
+            Field::UserId => "user_id",
+            Field::UserName => "user_name",
+        }
+    }
+}
+
+/// One declared constraint: in origins of the listed platforms and chat
+/// types (empty: all), the listed fields, when present, contain only
+/// characters of `allow` (if given) and none of `forbid` (if given).
+/// Character sets are written like a regex bracket body without the
+/// brackets: `A-Za-z0-9.-` (a `-` first or last is literal).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Constraint {
+    pub fields: Vec<Field>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chat_types: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forbid: Option<String>,
+    /// Why the implementation refuses these inputs (shown in reports).
+    pub reason: String,
+}
+
+impl Constraint {
+    /// What is refused, for a report: `user_id in whatsapp group, channel
+    /// origins: only [A-Za-z0-9.-]`.
+    pub fn describe(&self) -> String {
+        let fields: Vec<&str> = self.fields.iter().map(|f| f.name()).collect();
+        let mut s = fields.join(", ");
+        if !self.platforms.is_empty() || !self.chat_types.is_empty() {
+            s.push_str(" in ");
+            s.push_str(&self.platforms.join("/"));
+            if !self.platforms.is_empty() && !self.chat_types.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(&self.chat_types.join("/"));
+            s.push_str(" origins");
+        }
+        if let Some(a) = &self.allow {
+            s.push_str(&format!(": only [{}]", a.escape_debug()));
+        }
+        if let Some(f) = &self.forbid {
+            s.push_str(&format!(": never [{}]", f.escape_debug()));
+        }
+        s
+    }
+}
+
+/// A parsed character set: inclusive ranges.
+#[derive(Debug, Clone, PartialEq)]
+struct CharSet(Vec<(char, char)>);
+
+impl CharSet {
+    fn parse(spec: &str) -> Result<CharSet, String> {
+        if spec.len() > MAX_SET_BYTES {
+            return Err(format!(
+                "character set of {} bytes (limit {MAX_SET_BYTES})",
+                spec.len()
+            ));
+        }
+        let chars: Vec<char> = spec.chars().collect();
+        let mut ranges = Vec::new();
+        let mut i = 0;
+        while i < chars.len() {
+            if i + 2 < chars.len() && chars[i + 1] == '-' {
+                let (lo, hi) = (chars[i], chars[i + 2]);
+                if lo > hi {
+                    return Err(format!(
+                        "character set {spec:?}: range {lo}-{hi} is reversed"
+                    ));
+                }
+                ranges.push((lo, hi));
+                i += 3;
+            } else {
+                ranges.push((chars[i], chars[i]));
+                i += 1;
+            }
+        }
+        if ranges.is_empty() {
+            return Err("empty character set".into());
+        }
+        Ok(CharSet(ranges))
+    }
+
+    fn contains(&self, c: char) -> bool {
+        self.0.iter().any(|&(lo, hi)| lo <= c && c <= hi)
+    }
+
+    /// The `n`-th allowed character, cycling (for repairs).
+    fn nth(&self, n: u32) -> char {
+        let total: u32 = self
+            .0
+            .iter()
+            .map(|&(lo, hi)| u32::from(hi) - u32::from(lo) + 1)
+            .sum();
+        let mut k = n % total.max(1);
+        for &(lo, hi) in &self.0 {
+            let size = u32::from(hi) - u32::from(lo) + 1;
+            if k < size {
+                return char::from_u32(u32::from(lo) + k).unwrap_or(lo);
+            }
+            k -= size;
+        }
+        self.0[0].0
+    }
+}
+
+/// Constraints checked for sense once, at the handshake.
+#[derive(Debug, Clone, Default)]
+pub struct Constraints {
+    declared: Vec<(Constraint, Option<CharSet>, Option<CharSet>)>,
+}
+
+impl Constraints {
+    /// Validates a handshake's constraints; the error names the bad one.
+    pub fn new(declared: &[Constraint]) -> Result<Constraints, String> {
+        if declared.len() > MAX_CONSTRAINTS {
+            return Err(format!(
+                "{} constraints declared (limit {MAX_CONSTRAINTS})",
+                declared.len()
+            ));
+        }
+        let mut out = Vec::new();
+        for (i, c) in declared.iter().enumerate() {
+            let bad = |what: String| format!("constraint {i} ({:?}): {what}", c.reason);
+            if c.fields.is_empty() {
+                return Err(bad("names no field".into()));
+            }
+            if c.allow.is_none() && c.forbid.is_none() {
+                return Err(bad("has neither allow nor forbid".into()));
+            }
+            if c.reason.trim().is_empty() {
+                return Err(bad("gives no reason".into()));
+            }
+            let allow = c
+                .allow
+                .as_deref()
+                .map(CharSet::parse)
+                .transpose()
+                .map_err(bad)?;
+            let forbid = c
+                .forbid
+                .as_deref()
+                .map(CharSet::parse)
+                .transpose()
+                .map_err(bad)?;
+            out.push((c.clone(), allow, forbid));
+        }
+        Ok(Constraints { declared: out })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.declared.is_empty()
+    }
+
+    /// The first constraint `o` breaks, as a sentence naming the field,
+    /// the character and the implementation's reason.
+    pub fn broken_by(&self, o: &RawOrigin) -> Option<String> {
+        for (c, allow, forbid) in &self.declared {
+            if !applies(c, o) {
+                continue;
+            }
+            for &f in &c.fields {
+                let Some(v) = f.get(o) else { continue };
+                let odd = v.chars().find(|&ch| {
+                    allow.as_ref().is_some_and(|a| !a.contains(ch))
+                        || forbid.as_ref().is_some_and(|x| x.contains(ch))
+                });
+                if let Some(ch) = odd {
+                    return Some(format!(
+                        "{} {v:?} has {ch:?}, which the implementation refuses: {}",
+                        f.name(),
+                        c.reason
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    /// `o` with every refused character replaced by an allowed one (the
+    /// same input character always maps to the same output character, so
+    /// ids that differed only there may become equal; the generator uses
+    /// this only after drawing fresh origins failed).
+    pub fn repair(&self, o: &RawOrigin) -> RawOrigin {
+        let mut o = o.clone();
+        for (c, allow, forbid) in &self.declared {
+            if !applies(c, &o) {
+                continue;
+            }
+            for &f in &c.fields {
+                let slot = match f {
+                    Field::ChatId => Some(&mut o.chat_id),
+                    Field::ThreadId => o.thread_id.as_mut(),
+                    Field::UserId => o.user_id.as_mut(),
+                    Field::UserName => o.user_name.as_mut(),
+                };
+                let Some(v) = slot else { continue };
+                *v = v
+                    .chars()
+                    .map(|ch| {
+                        let ok = allow.as_ref().map_or(true, |a| a.contains(ch))
+                            && !forbid.as_ref().is_some_and(|x| x.contains(ch));
+                        if ok {
+                            return ch;
+                        }
+                        match allow {
+                            Some(a) => a.nth(u32::from(ch)),
+                            None => 'x',
+                        }
+                    })
+                    .collect();
+            }
+        }
+        o
+    }
+}
+
+fn applies(c: &Constraint, o: &RawOrigin) -> bool {
+    (c.platforms.is_empty() || c.platforms.contains(&o.platform))
+        && (c.chat_types.is_empty() || c.chat_types.contains(&o.chat_type))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin(platform: &str, chat_type: &str, chat: &str, user: Option<&str>) -> RawOrigin {
+        RawOrigin {
+            platform: platform.into(),
+            chat_type: chat_type.into(),
+            chat_id: chat.into(),
+            thread_id: None,
+            user_id: user.map(str::to_owned),
+            user_name: None,
+        }
+    }
+
+    fn whatsapp_users() -> Constraint {
+        Constraint {
+            fields: vec![Field::UserId],
+            platforms: vec!["whatsapp".into()],
+            chat_types: vec!["group".into()],
+            allow: Some("A-Za-z0-9.-".into()),
+            forbid: None,
+            reason: "canonicalised".into(),
+        }
+    }
+
+    #[test]
+    fn a_constraint_binds_only_its_platform_chat_type_and_fields() {
+        let c = Constraints::new(&[whatsapp_users()]).unwrap();
+        let bad = origin("whatsapp", "group", "g_1", Some("a_b"));
+        let why = c.broken_by(&bad).unwrap();
+        assert!(why.contains("user_id \"a_b\" has '_'"), "{why}");
+        assert!(why.contains("canonicalised"), "{why}");
+        assert_eq!(
+            c.broken_by(&origin("whatsapp", "dm", "g", Some("a_b"))),
+            None
+        );
+        assert_eq!(
+            c.broken_by(&origin("slack", "group", "g", Some("a_b"))),
+            None
+        );
+        assert_eq!(c.broken_by(&origin("whatsapp", "group", "g_1", None)), None);
+        let fixed = c.repair(&bad);
+        assert_eq!(c.broken_by(&fixed), None);
+        assert_eq!(fixed.chat_id, "g_1", "other fields untouched");
+        assert_eq!(fixed.user_id.as_deref().map(str::len), Some(3));
+    }
+
+    #[test]
+    fn forbid_sets_and_ranges_parse() {
+        let nul = Constraint {
+            fields: vec![Field::ChatId, Field::UserName],
+            platforms: vec![],
+            chat_types: vec![],
+            allow: None,
+            forbid: Some("\u{0}".into()),
+            reason: "environment variables cannot hold NUL".into(),
+        };
+        let c = Constraints::new(&[nul]).unwrap();
+        let mut o = origin("slack", "group", "C\u{0}1", None);
+        assert!(c.broken_by(&o).is_some());
+        o = c.repair(&o);
+        assert_eq!(o.chat_id, "Cx1");
+        assert_eq!(c.broken_by(&o), None);
+        let set = CharSet::parse("a-c-").unwrap();
+        assert!(set.contains('b') && set.contains('-') && !set.contains('d'));
+    }
+
+    #[test]
+    fn nonsense_is_refused_with_a_reason() {
+        let mut c = whatsapp_users();
+        c.allow = Some("z-a".into());
+        let e = Constraints::new(&[c.clone()]).unwrap_err();
+        assert!(e.contains("reversed") && e.contains("constraint 0"), "{e}");
+        c.allow = None;
+        assert!(Constraints::new(&[c.clone()])
+            .unwrap_err()
+            .contains("neither"));
+        c.allow = Some("a".into());
+        c.fields.clear();
+        assert!(Constraints::new(&[c.clone()])
+            .unwrap_err()
+            .contains("no field"));
+        c.fields = vec![Field::ChatId];
+        c.reason = " ".into();
+        assert!(Constraints::new(&[c]).unwrap_err().contains("no reason"));
+    }
+}
