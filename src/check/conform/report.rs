@@ -347,6 +347,9 @@ mod tests {
                 chat_types: vec!["group".into()],
                 allow: Some("0-9".into()),
                 forbid: None,
+                one_of: vec![],
+                integer: false,
+                ops: vec![],
                 reason: "identities are canonicalised".into(),
             }],
         };

@@ -557,13 +557,8 @@ fn run_stored(
             continue;
         }
         let rules: Vec<&str> = f.rules.iter().map(String::as_str).collect();
-        // A thread the implementation refuses by design: not sent (P-12).
-        let refused = f.trace.threads.iter().enumerate().find_map(|(i, o)| {
-            limits
-                .broken_by(o)
-                .map(|why| format!("thread {i} breaks a declared constraint: {why}"))
-        });
-        if let Some(why) = refused {
+        // An input the implementation refuses by design: not sent (P-12).
+        if let Some(why) = limits.refusal(&f.trace) {
             out.push(Outcome::skip(f.id, &rules, why));
             continue;
         }

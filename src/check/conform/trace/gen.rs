@@ -431,7 +431,7 @@ pub fn generate_within(seed: u64, max_steps: usize, limits: &Constraints) -> Tra
         }
     }
     let n = g.n;
-    let mut ops = g.ops;
+    let mut ops = limits.strip_ops(g.ops);
     ops.extend(quiescence(n));
     Trace { threads, ops }
 }

@@ -1,0 +1,336 @@
+// Drives one procroute trace (spec/PROTOCOL.md, P-8) through OpenClaw's own
+// code. This is our code; everything that decides anything is OpenClaw's:
+//
+//   trace op        what happens here (OpenClaw 2026.9.6 code that runs)
+//   -------------   ----------------------------------------------------------
+//   spawn t p       the agent of t's session calls OpenClaw's exec tool
+//                   (createExecTool, built as the agent runtime builds it for
+//                   a run in thread t: session key, messageProvider
+//                   "telegram", currentChannelId = t's chat, currentThreadTs =
+//                   t's topic) with background: true; notifyOnExit is the
+//                   spawn's notify flag. A real shell process runs (OpenClaw's
+//                   process supervisor); its lines come from a FIFO we write.
+//   output p text   we write `text` to the FIFO; we wait until OpenClaw's
+//                   exec session has aggregated it.
+//   exit p code     we tell the process to exit with `code`; OpenClaw's exit
+//                   handling runs maybeNotifyOnExit, which enqueues the
+//                   system event `Exec completed|failed (…)` for the session
+//                   key with the delivery context captured at spawn.
+//   kill p          SIGKILL to the process from outside (not the agent's own
+//                   process(kill), a manual cancel OpenClaw stays silent on).
+//   message t       an inbound message in thread t: OpenClaw's
+//                   recordInboundSessionMeta updates the session's delivery
+//                   state, as a channel's inbound handler does before a turn.
+//   turn_start t /  t's session has a reply run in flight / no longer: the
+//   turn_end t      heartbeat's busy check (deps.isReplyRunActive,
+//                   listActiveReplyRunSessionKeys) sees it.
+//   advance, adapter up
+//                   no-ops: OpenClaw's exec-completion path has no timer of
+//                   its own and the fake Bot API never fails.
+//
+// After every op the session-event wake runs for every session key with a
+// pending exec completion that is not busy, as OpenClaw's wake scheduler does
+// (coalesceMs 0; a busy session is skipped and retried after the next op):
+// runHeartbeatOnce, with the agent's reply produced by a stub agent
+// (deps.getReplyFromConfig) that relays every `Exec …` line of its prompt
+// verbatim — the one part of the path that is a model in production. Its
+// reply goes out through OpenClaw's real Telegram channel code to a fake
+// Telegram Bot API on 127.0.0.1 (channels.telegram.apiRoot); every
+// sendMessage it receives is a delivery, to the chat and topic it names, for
+// each process whose event that heartbeat consumed.
+import { mkdtempSync, rmSync, openSync, closeSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { createServer } from "node:http";
+import { execFileSync } from "node:child_process";
+
+const WAIT_MS = 10_000;
+const debug = (...a) => {
+  if (process.env.PROCROUTE_DEBUG) console.error("[drive]", ...a);
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export class Unexpressible extends Error {}
+
+export async function init(internal, routing) {
+  const api = {
+    createExecTool: await internal("createExecTool"),
+    peek: await internal("peekSystemEventEntries"),
+    resetEvents: await internal("resetSystemEventsForTest"),
+    runHeartbeatOnce: await internal("runHeartbeatOnce"),
+    getSession: await internal("getSession"),
+    getFinishedSession: await internal("getFinishedSession"),
+    recordInboundSessionMeta: await internal("recordInboundSessionMeta"),
+    resolveSessionStorePathCore: await internal("resolveSessionStorePathCore"),
+    routing,
+  };
+  // The fake Telegram Bot API: records every call, answers like Telegram.
+  const calls = [];
+  const server = createServer((req, res) => {
+    let data = "";
+    req.on("data", (c) => (data += c));
+    req.on("end", () => {
+      let body = {};
+      try {
+        body = JSON.parse(data || "{}");
+      } catch {
+        body = { raw: data };
+      }
+      const method = String(req.url).split("/").pop();
+      calls.push({ method, body });
+      const chatId = Number(body.chat_id) || 0;
+      const result =
+        method === "getMe"
+          ? { id: 1, is_bot: true, first_name: "procroute", username: "procroute_bot" }
+          : {
+              message_id: calls.length,
+              date: 0,
+              chat: { id: chatId, type: chatId < 0 ? "supergroup" : "private" },
+              text: body.text,
+              ...(body.message_thread_id != null
+                ? { message_thread_id: body.message_thread_id, is_topic_message: true }
+                : {}),
+            };
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ ok: true, result }));
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  server.unref();
+  api.calls = calls;
+  api.apiRoot = `http://127.0.0.1:${server.address().port}`;
+  return api;
+}
+
+// The session key OpenClaw's routing gives thread `o` (public routing
+// functions; DMs under the configured dmScope, default "main").
+function sessionKeyOf(api, o, dmScope) {
+  const kind = o.chat_type === "dm" ? "direct" : o.chat_type;
+  const base = api.routing.buildAgentSessionKey({
+    agentId: "main",
+    channel: o.platform,
+    peer: { kind, id: o.chat_id },
+    dmScope,
+  });
+  if (o.thread_id == null) return base;
+  return api.routing.resolveThreadSessionKeys({ baseSessionKey: base, threadId: o.thread_id }).sessionKey;
+}
+
+export async function runTrace(api, trace, dmScope = "main") {
+  const work = mkdtempSync(join(tmpdir(), "procroute-openclaw-"));
+  const cfg = {
+    agents: { defaults: {} },
+    session: { store: join(work, "sessions.sqlite"), dmScope },
+    channels: { telegram: { enabled: true, botToken: "123456:procroute", apiRoot: api.apiRoot } },
+    tools: { exec: { host: "gateway", security: "full", ask: "off" } },
+  };
+  api.resetEvents();
+  api.calls.length = 0;
+  const threads = trace.threads;
+  const keys = threads.map((o) => sessionKeyOf(api, o, dmScope));
+  const busy = new Set();
+  const runs = new Map(); // process name -> { id, pid, fifo, fd, thread }
+  const byId = new Map(); // OpenClaw exec session id -> process name
+  const deliveries = [];
+  const deadLetters = [];
+  let fifoN = 0;
+
+  const waitFor = async (what, ok) => {
+    const until = Date.now() + WAIT_MS;
+    while (!ok()) {
+      if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+      await sleep(5);
+    }
+  };
+
+  // Which trace thread a Telegram send went to (chat + topic), as P-8's
+  // destination; a destination no thread has is reported as sent.
+  const destination = (body) => {
+    const chat = String(body.chat_id);
+    const topic = body.message_thread_id != null ? String(body.message_thread_id) : undefined;
+    const home = threads.find((o) => o.chat_id === chat && (o.thread_id ?? undefined) === topic);
+    const chatType = home?.chat_type ?? threads.find((o) => o.chat_id === chat)?.chat_type ?? "group";
+    return { platform: "telegram", chat_type: chatType, chat_id: chat, ...(topic ? { thread_id: topic } : {}) };
+  };
+
+  const wake = async (step) => {
+    for (const key of new Set(keys)) {
+      if (busy.has(key)) continue;
+      const pending = api.peek(key).filter((e) => /^Exec /.test(e.text));
+      if (pending.length === 0) continue;
+      const before = api.calls.length;
+      const out = await api.runHeartbeatOnce({
+        cfg,
+        agentId: "main",
+        sessionKey: key,
+        source: "exec-event",
+        reason: "exec-event",
+        intent: "event",
+        deps: {
+          getReplyFromConfig: async (ctx) => ({
+            text: String(ctx.Body ?? "")
+              .split("\n")
+              .filter((l) => /^Exec (completed|failed)/.test(l))
+              .join("\n"),
+          }),
+          isReplyRunActive: (k) => busy.has(k),
+          listActiveReplyRunSessionKeys: () => [...busy],
+        },
+      });
+      debug("heartbeat", key, JSON.stringify(out), pending.map((e) => e.text));
+      const left = new Set(api.peek(key).map((e) => e.id));
+      const consumed = pending.filter((e) => !left.has(e.id));
+      const sends = api.calls.slice(before).filter((c) => c.method === "sendMessage");
+      for (const e of consumed) {
+        const id = String(e.contextKey ?? "").replace(/^exec:/, "");
+        const process = byId.get(id) ?? null;
+        if (sends.length === 0) {
+          deadLetters.push({
+            step,
+            destination: destination({ chat_id: e.deliveryContext?.to, message_thread_id: e.deliveryContext?.threadId }),
+            process,
+            kind: "completion",
+            text: e.text,
+            reason: `heartbeat ${out?.status ?? "?"}: ${out?.reason ?? "no message sent"}`,
+          });
+        }
+        for (const s of sends) {
+          deliveries.push({ step, destination: destination(s.body), process, kind: "completion", text: String(s.body.text ?? "") });
+        }
+      }
+    }
+  };
+
+  const stop = (name) => {
+    const r = runs.get(name);
+    if (!r || r.ended) return null;
+    return r;
+  };
+
+  try {
+    for (let step = 0; step < trace.ops.length; step++) {
+      const op = trace.ops[step];
+      const [kind, arg] = typeof op === "string" ? [op, {}] : Object.entries(op)[0];
+      switch (kind) {
+        case "message": {
+          const o = threads[arg.thread];
+          await api.recordInboundSessionMeta({
+            storePath: api.resolveSessionStorePathCore(cfg.session.store, { agentId: "main" }),
+            sessionKey: keys[arg.thread],
+            ctx: {
+              Provider: "telegram",
+              Surface: "telegram",
+              OriginatingChannel: "telegram",
+              OriginatingTo: o.chat_id,
+              To: o.chat_id,
+              From: o.user_id ?? o.chat_id,
+              SenderId: o.user_id ?? o.chat_id,
+              ChatType: o.chat_type === "dm" ? "direct" : o.chat_type,
+              ...(o.thread_id != null ? { MessageThreadId: o.thread_id } : {}),
+              AccountId: "default",
+              SessionKey: keys[arg.thread],
+            },
+          });
+          break;
+        }
+        case "turn_start":
+          busy.add(keys[arg.thread]);
+          break;
+        case "turn_end":
+          busy.delete(keys[arg.thread]);
+          break;
+        case "spawn": {
+          const o = threads[arg.thread];
+          const fifo = join(work, `fifo${fifoN++}`);
+          execFileSync("mkfifo", [fifo]);
+          const fd = openSync(fifo, "r+");
+          const command =
+            `exec 3<${fifo}; while IFS= read -r l <&3; do case "$l" in ` +
+            `__exit__*) exit \${l#__exit__ };; *) printf '%s\\n' "$l";; esac; done`;
+          const tool = api.createExecTool({
+            sessionKey: keys[arg.thread],
+            agentId: "main",
+            messageProvider: "telegram",
+            currentChannelId: o.chat_id,
+            ...(o.thread_id != null ? { currentThreadTs: o.thread_id } : {}),
+            accountId: "default",
+            notifyOnExit: arg.notify === true,
+            host: "gateway",
+            security: "full",
+            ask: "off",
+            cwd: work,
+            config: cfg,
+          });
+          const res = await tool.execute(`call-${step}`, { command, background: true });
+          const id = res?.details?.sessionId;
+          if (!id) throw new Error(`exec did not start: ${JSON.stringify(res).slice(0, 300)}`);
+          runs.set(arg.process, { id, pid: res.details.pid, fifo, fd, thread: arg.thread, seen: 0 });
+          byId.set(id, arg.process);
+          break;
+        }
+        case "output": {
+          const r = stop(arg.process);
+          if (!r) break;
+          if (arg.text.startsWith("__exit__")) throw new Unexpressible("output line collides with the harness's exit marker");
+          const payload = arg.text.endsWith("\n") ? arg.text : `${arg.text}\n`;
+          writeSync(r.fd, payload);
+          r.seen += Buffer.byteLength(payload);
+          // The generator puts a unique token on every line; wait until
+          // OpenClaw's session has the last one (lines without one: a
+          // short pause for the pipe).
+          const want = arg.text.match(/tok\d+of[A-Za-z0-9_]+/g)?.at(-1);
+          if (want) {
+            await waitFor(`output of ${arg.process}`, () => {
+              const s = api.getSession(r.id) ?? api.getFinishedSession(r.id);
+              return String(s?.aggregated ?? "").includes(want);
+            });
+          } else {
+            await sleep(50);
+          }
+          break;
+        }
+        case "exit":
+        case "kill": {
+          const r = stop(arg.process);
+          if (!r) break;
+          if (kind === "exit") writeSync(r.fd, `__exit__ ${arg.code}\n`);
+          else {
+            try {
+              process.kill(r.pid, "SIGKILL");
+            } catch {}
+          }
+          // Ended, and OpenClaw's exit handling has decided on the event
+          // (maybeNotifyOnExit sets exitNotified before enqueueing).
+          await waitFor(`end of ${arg.process}`, () => {
+            const s = api.getFinishedSession(r.id) ?? api.getSession(r.id);
+            return Boolean(s?.exited) && (!s.notifyOnExit || !s.backgrounded || s.exitNotified === true);
+          });
+          await sleep(20);
+          r.ended = true;
+          closeSync(r.fd);
+          break;
+        }
+        case "advance":
+        case "adapter":
+          break;
+        default:
+          throw new Unexpressible(`trace op ${kind} is not driven by this harness yet`);
+      }
+      debug("step", step, kind, JSON.stringify(arg), "pending", keys.map((k) => api.peek(k).length));
+      await wake(step);
+    }
+  } finally {
+    for (const r of runs.values()) {
+      if (!r.ended) {
+        try {
+          process.kill(r.pid, "SIGKILL");
+        } catch {}
+        try {
+          closeSync(r.fd);
+        } catch {}
+      }
+    }
+    rmSync(work, { recursive: true, force: true });
+  }
+  return { deliveries, dead_letters: deadLetters };
+}
