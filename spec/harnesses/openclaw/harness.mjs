@@ -27,6 +27,14 @@ import { readFileSync, readdirSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
+// OpenClaw keeps state (its SQLite stores) under its state dir and HOME:
+// private ones per harness process, never this machine's.
+{
+  const { mkdtempSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  process.env.OPENCLAW_STATE_DIR = mkdtempSync(`${tmpdir()}/procroute-openclaw-state-`);
+  process.env.HOME = mkdtempSync(`${tmpdir()}/procroute-openclaw-home-`);
+}
 const dir = process.env.OPENCLAW_DIR;
 if (!dir) {
   process.stderr.write("OPENCLAW_DIR must name the directory openclaw was installed into\n");
@@ -80,8 +88,10 @@ const CONSTRAINTS = [
     reason: "the harness drives OpenClaw's Telegram channel against a fake Telegram Bot API; other channels need their own fake" },
   { fields: ["chat_type"], one_of: ["dm", "group", "channel"],
     reason: "Telegram has private chats, groups and channels; a thread is a forum topic (thread_id) of a group" },
-  { fields: ["chat_id", "thread_id"], integer: true,
-    reason: "Telegram chat ids and forum topic ids (message_thread_id) are integers; OpenClaw's Telegram channel refuses any other recipient" },
+  { fields: ["chat_id"], integer: true, max_len: 14,
+    reason: "Telegram chat ids are integers of at most 52 bits (-100xxxxxxxxxx); OpenClaw's Telegram channel refuses any other recipient" },
+  { fields: ["thread_id"], integer: true, max_len: 9,
+    reason: "Telegram forum topic ids (message_thread_id) are 32-bit message ids" },
   { ops: ["watch"], reason: "OpenClaw's exec tool has no output watch patterns; its only process notification is notifyOnExit" },
   { ops: ["restart", "adapter", "shutdown", "reset"],
     reason: "not driven by this harness yet: restart needs a fresh module graph (a second node process), adapter outages a failing fake Bot API, shutdown and reset their OpenClaw entry points (issue 20)" },

@@ -3,7 +3,7 @@
 #   spec/harnesses/openclaw/run.sh
 # Installs openclaw@$OPENCLAW_VERSION (default 2026.9.6) with --ignore-scripts
 # into a cache directory (~650 MB, ~40 s the first time). Extra arguments go
-# to `procroute conform` (CASES=N generated traces, default 100). Known
+# to `procroute conform` (CASES=N generated traces, default 50). Known
 # failures: known-failures-<version>.txt, explained in FINDINGS.md.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -35,5 +35,5 @@ procroute="${PROCROUTE:-$root/target/release/procroute}"
 known="${KNOWN_FAILURES-$here/known-failures-$version.txt}"
 known_args=()
 [ -n "$known" ] && [ -f "$known" ] && known_args=(--known-failures "$known")
-exec "$procroute" conform --validate --timeout-ms 60000 --cases "${CASES:-100}" \
+exec "$procroute" conform --validate --timeout-ms 60000 --cases "${CASES:-50}" \
   --impl "$node_bin $here/harness.mjs" "${known_args[@]}" "$@"

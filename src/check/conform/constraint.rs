@@ -116,10 +116,14 @@ pub struct Constraint {
     pub forbid: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub one_of: Vec<String>,
-    /// The value is a decimal integer: an optional `-`, then 1 to 19
-    /// digits (Telegram chat and topic ids, Discord snowflakes).
+    /// The value is a decimal integer in canonical form: `0`, or an
+    /// optional `-` then 1 to 19 digits without a leading zero (Telegram
+    /// chat and topic ids, Discord snowflakes: numbers, printed).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub integer: bool,
+    /// At most this many characters (Telegram topic ids are 32-bit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_len: Option<usize>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ops: Vec<Feature>,
     /// Why the implementation refuses these inputs (shown in reports).
@@ -156,6 +160,9 @@ impl Constraint {
         }
         if self.integer {
             s.push_str(": an integer");
+        }
+        if let Some(m) = self.max_len {
+            s.push_str(&format!(": at most {m} characters"));
         }
         s
     }
@@ -242,8 +249,15 @@ impl Constraints {
                 if c.fields.is_empty() {
                     return Err(bad("names no field".into()));
                 }
-                if c.allow.is_none() && c.forbid.is_none() && c.one_of.is_empty() && !c.integer {
-                    return Err(bad("has neither allow, forbid, one_of nor integer".into()));
+                if c.allow.is_none()
+                    && c.forbid.is_none()
+                    && c.one_of.is_empty()
+                    && !c.integer
+                    && c.max_len.is_none()
+                {
+                    return Err(bad(
+                        "has neither allow, forbid, one_of, integer nor max_len".into(),
+                    ));
                 }
             } else if !c.fields.is_empty() {
                 return Err(bad("names both ops and fields: declare them apart".into()));
@@ -286,6 +300,13 @@ impl Constraints {
                         "{} {v:?} is not one of {}, which the implementation refuses: {}",
                         f.name(),
                         c.one_of.join(", "),
+                        c.reason
+                    ));
+                }
+                if let Some(max) = c.max_len.filter(|m| v.chars().count() > *m) {
+                    return Some(format!(
+                        "{} {v:?} is longer than {max} characters, which the implementation refuses: {}",
+                        f.name(),
                         c.reason
                     ));
                 }
@@ -336,6 +357,9 @@ impl Constraints {
                     if !c.one_of.contains(v) {
                         *v = first.clone();
                     }
+                }
+                if let Some(max) = c.max_len {
+                    *v = v.chars().take(max.max(1)).collect();
                 }
                 if c.integer && !is_integer(v) {
                     // Keep the id's identity as far as digits can: one
@@ -442,9 +466,17 @@ impl Constraints {
     }
 }
 
+/// A decimal integer in canonical form, as a platform's number prints:
+/// `0`, or an optional `-` then 1 to 19 digits without a leading zero.
 fn is_integer(v: &str) -> bool {
+    if v == "0" {
+        return true;
+    }
     let digits = v.strip_prefix('-').unwrap_or(v);
-    !digits.is_empty() && digits.len() <= 19 && digits.bytes().all(|b| b.is_ascii_digit())
+    !digits.is_empty()
+        && digits.len() <= 19
+        && !digits.starts_with('0')
+        && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn applies(c: &Constraint, o: &RawOrigin) -> bool {
@@ -476,6 +508,7 @@ mod tests {
             forbid: None,
             one_of: vec![],
             integer: false,
+            max_len: None,
             ops: vec![],
             reason: "canonicalised".into(),
         }
@@ -513,6 +546,7 @@ mod tests {
             forbid: Some("\u{0}".into()),
             one_of: vec![],
             integer: false,
+            max_len: None,
             ops: vec![],
             reason: "environment variables cannot hold NUL".into(),
         };
@@ -535,6 +569,7 @@ mod tests {
             forbid: None,
             one_of: vec![],
             integer: false,
+            max_len: None,
             ops,
             reason: "no counterpart".into(),
         }])
@@ -594,6 +629,7 @@ mod tests {
             forbid: None,
             one_of: vec!["telegram".into()],
             integer: false,
+            max_len: None,
             ops: vec![],
             reason: "only a fake Telegram Bot API".into(),
         }])
@@ -614,18 +650,26 @@ mod tests {
             forbid: None,
             one_of: vec![],
             integer: true,
+            max_len: Some(10),
             ops: vec![],
             reason: "Telegram chat ids are integers".into(),
         }])
         .unwrap();
-        for ok in ["-1001234567890", "42", "0"] {
+        for ok in ["-100123456", "42", "0"] {
             assert_eq!(
                 c.broken_by(&origin("telegram", "group", ok, None)),
                 None,
                 "{ok}"
             );
         }
-        for bad in ["4-", "-", "", "1.5", "12345678901234567890"] {
+        for bad in [
+            "4-",
+            "-",
+            "",
+            "1.5",
+            "12345678901234567890",
+            "-1001234567890",
+        ] {
             let o = origin("telegram", "group", bad, None);
             assert!(c.broken_by(&o).is_some(), "{bad:?}");
             assert_eq!(c.broken_by(&c.repair(&o)), None, "{bad:?} repaired");

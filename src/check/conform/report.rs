@@ -349,6 +349,7 @@ mod tests {
                 forbid: None,
                 one_of: vec![],
                 integer: false,
+                max_len: None,
                 ops: vec![],
                 reason: "identities are canonicalised".into(),
             }],

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Stores hermes-agent's counterexamples as portable trace vectors.
+"""Stores a real implementation's counterexamples as portable trace vectors.
 
-    run.sh --format json --save DIR > report.json      # a shrinking run
-    classify.py report.json DIR > known-failures-0.19.0.txt
-    store_traces.py known-failures-0.19.0.txt DIR      # writes spec/vectors/traces/hermes-*.json
+    hermes-agent/run.sh --format json --save DIR > report.json   # a shrinking run
+    hermes-agent/classify.py report.json DIR > hermes-agent/known-failures-0.19.0.txt
+    store_traces.py hermes-agent/known-failures-0.19.0.txt DIR hermes
+        # writes spec/vectors/traces/hermes-*.json; `openclaw` likewise
 
 For every trace finding of the known-failures list, the shortest shrunk
-counterexample the run saved becomes `spec/vectors/traces/hermes-<finding>.json`
-(id `trace/hermes-<finding>`): the trace, where it was found (hermes-agent,
-the rule it broke, the judge's words), the rules it exercises, and what a
+counterexample the run saved becomes `spec/vectors/traces/<prefix>-<finding>.json`
+(id `trace/<prefix>-<finding>`): the trace, where it was found (the
+implementation, the rule it broke, the judge's words), the rules it exercises, and what a
 correct implementation reports — taken from procroute's own router through
 `procroute replay --json`, which must pass it. `tests/traces.rs` then holds
 the built-in router to those observations, and `conform` runs the file
@@ -22,16 +23,18 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 PROCROUTE = os.environ.get("PROCROUTE", os.path.join(ROOT, "target", "release", "procroute"))
 
 
 def main():
     known_path, save_dir = sys.argv[1], sys.argv[2]
+    prefix = sys.argv[3] if len(sys.argv) > 3 else "hermes"
+    harness_dir = {"hermes": "hermes-agent"}.get(prefix, prefix)
     best = {}
     with open(known_path, encoding="utf-8") as f:
         for line in f:
-            m = re.match(r"gen/(\d+)/(\d+)\s+#\s+(H-[A-Z-]+)", line)
+            m = re.match(r"gen/(\d+)/(\d+)\s+#\s+([A-Z]-[A-Z-]+)", line)
             if not m:
                 continue
             seed, n, finding = m.groups()
@@ -58,15 +61,15 @@ def main():
                 keep["cause"] = o["cause"]
             return keep
 
-        name = "hermes-" + finding.lower()
+        name = f"{prefix}-{finding.lower()}"
         stored = {
             "suite_version": doc["suite_version"],
             "id": f"trace/{name}",
             "rules": doc["rules"],
             "note": (
-                f"hermes-agent 0.19.0, finding {finding} "
-                "(spec/harnesses/hermes-agent/FINDINGS.md): a generated case "
-                "shrunk by procroute conform through hermes' harness."
+                f"{doc['found']['implementation']}, finding {finding} "
+                f"(spec/harnesses/{harness_dir}/FINDINGS.md): a generated case "
+                "shrunk by procroute conform through its harness."
             ),
             "found": doc["found"],
             "trace": doc["trace"],
