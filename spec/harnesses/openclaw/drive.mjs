@@ -37,7 +37,8 @@
 // reply goes out through OpenClaw's real Telegram channel code to a fake
 // Telegram Bot API on 127.0.0.1 (channels.telegram.apiRoot); every
 // sendMessage it receives is a delivery, to the chat and topic it names, for
-// each process whose event that heartbeat consumed.
+// each process whose event that heartbeat consumed, with the message's
+// lines that name that process's exec session.
 import { mkdtempSync, rmSync, openSync, closeSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
@@ -194,8 +195,14 @@ export async function runTrace(api, trace, dmScope = "main") {
             reason: `heartbeat ${out?.status ?? "?"}: ${out?.reason ?? "no message sent"}`,
           });
         }
+        // One message may answer several events: each event's notification
+        // is the lines of it that name its exec session (`(<id8>, …)`), to
+        // the message's destination.
+        const tag = `(${id.slice(0, 8)},`;
         for (const s of sends) {
-          deliveries.push({ step, destination: destination(s.body), process, kind: "completion", text: String(s.body.text ?? "") });
+          const text = String(s.body.text ?? "");
+          const mine = text.split("\n").filter((l) => l.includes(tag)).join("\n");
+          deliveries.push({ step, destination: destination(s.body), process, kind: "completion", text: mine || text });
         }
       }
     }
@@ -320,16 +327,27 @@ export async function runTrace(api, trace, dmScope = "main") {
       await wake(step);
     }
   } finally {
+    // Processes still running at the end are killed, and we wait for
+    // OpenClaw to finish their exit handling: a late completion event would
+    // otherwise land in the next trace's queue (DM sessions share a key).
     for (const r of runs.values()) {
       if (!r.ended) {
         try {
           process.kill(r.pid, "SIGKILL");
         } catch {}
         try {
+          await waitFor(`end of ${r.id}`, () => {
+            const s = api.getFinishedSession(r.id) ?? api.getSession(r.id);
+            return !s || Boolean(s.exited);
+          });
+        } catch {}
+        try {
           closeSync(r.fd);
         } catch {}
       }
     }
+    await sleep(20);
+    api.resetEvents();
     rmSync(work, { recursive: true, force: true });
   }
   return { deliveries, dead_letters: deadLetters };
