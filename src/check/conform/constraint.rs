@@ -406,9 +406,14 @@ impl Constraints {
             TraceOp::Reset { .. } => &[Feature::Reset],
             _ => &[],
         };
+        features.iter().find_map(|f| self.refuses(*f))
+    }
+
+    /// The reason of the declared constraint that refuses `feature`.
+    fn refuses(&self, feature: Feature) -> Option<&str> {
         self.declared
             .iter()
-            .find(|(c, _, _)| c.ops.iter().any(|f| features.contains(f)))
+            .find(|(c, _, _)| c.ops.contains(&feature))
             .map(|(c, _, _)| c.reason.as_str())
     }
 
@@ -441,16 +446,7 @@ impl Constraints {
                     process,
                     watch,
                     notify,
-                } if !watch.is_empty()
-                    && self
-                        .refuses_op(&TraceOp::Spawn {
-                            thread,
-                            process: String::new(),
-                            watch: watch.clone(),
-                            notify,
-                        })
-                        .is_some() =>
-                {
+                } if !watch.is_empty() && self.refuses(Feature::Watch).is_some() => {
                     Some(TraceOp::Spawn {
                         thread,
                         process,
