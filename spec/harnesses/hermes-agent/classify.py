@@ -24,6 +24,12 @@ VECTORS = {
         "hermes-parse/whatsapp-dm",
     ],
     "H-PARSE-PROFILE": ["hermes-parse/profile"],
+    # 0.13.0 only: the key vectors pin 0.19.0's build (KEY-H1).
+    "H-OLD-KEYS": [
+        "hermes-build/whatsapp/dm-empty-falls-to-user",
+        "hermes-build/whatsapp/dm-empty-falls-to-raw-user",
+        "hermes-build/whatsapp/cloud-not-canonicalised",
+    ],
     "H-PARSE-NO-REASON": [
         "hermes-parse/whatsapp-dm-bare", "hermes-parse/err/no-chat", "hermes-parse/err/not-agent",
     ],
@@ -130,10 +136,28 @@ def classify(rule, violation, trace):
         fate = restart_fate(ops, proc)
         if fate:
             return fate
+        if kind == "completion" and ended_while_down(ops[: len(upto) + 1], proc):
+            return "H-OUTAGE-LOST"
+        if "which its output tail must quote" in violation:
+            return "H-OLD-READER"
+        if kind == "completion" and any(op == "shutdown" for op in ops[len(upto):]):
+            return "H-SHUTDOWN-LOST"
         return None
     if rule == "DELIVER-6" and proc is None:
         return "H-INFLIGHT"
     return None
+
+
+def ended_while_down(ops, proc):
+    """Whether the process's last run ended while the adapter was down."""
+    down, ended_down = False, False
+    for op in ops:
+        name, arg = (op, {}) if isinstance(op, str) else next(iter(op.items()))
+        if name == "adapter":
+            down = not arg["up"]
+        elif name in ("exit", "kill") and arg["process"] == proc:
+            ended_down = down
+    return ended_down
 
 
 def restart_fate(ops, proc):

@@ -57,6 +57,7 @@ platform adapter (`adapter.handle_message`); its destination is the event's
 returns None) is reported as a dead letter, as P-8 requires.
 """
 import asyncio
+import contextvars
 import json
 import os
 import queue
@@ -80,6 +81,10 @@ WAIT_S = 10.0
 # cannot wait for each line (hermes does not look at it yet), only for exit.
 import inspect as _inspect
 LIVE_OUTPUT = "read1" in _inspect.getsource(pr.ProcessRegistry._reader_loop)  # a real process or reader thread that takes longer is an error
+
+# The process watcher task a delivery is made from (its event), for hermes
+# versions whose watcher does not pass through _inject_watch_notification.
+WATCHER_EVENT = contextvars.ContextVar("procroute_watcher_event", default=None)
 EPOCH = 1_800_000_000.0
 
 
@@ -238,15 +243,31 @@ class Driver:
 
         async def observed(text, evt):
             self.current_evt = evt
+            before = len(self.deliveries)
             try:
                 result = await original(text, evt)
             finally:
                 self.current_evt = None
-            if result is None:
+            # 0.19.0 returns None when it finds no route or adapter; 0.13.0
+            # returns None always, so a drop is a None with nothing handed
+            # to an adapter.
+            if result is None and len(self.deliveries) == before:
                 self._dropped(evt, text)
             return result
 
         runner._inject_watch_notification = observed
+
+        # hermes-agent 0.13.0's watcher hands its completion straight to
+        # adapter.handle_message (0.19.0 goes through
+        # _inject_watch_notification): the watcher task's process is known
+        # to every call made inside that task.
+        original_watcher = runner._run_process_watcher
+
+        async def observed_watcher(watcher):
+            WATCHER_EVENT.set({"session_id": watcher.get("session_id"), "type": "completion"})
+            return await original_watcher(watcher)
+
+        runner._run_process_watcher = observed_watcher
         self.runner = runner
 
     def _crash(self, survive):
@@ -335,7 +356,7 @@ class Driver:
         return d
 
     def delivered(self, event):
-        evt = self.current_evt or {}
+        evt = self.current_evt or WATCHER_EVENT.get() or {}
         self.deliveries.append(self._report(evt, event.text, destination_of(event.source)))
 
     def sent(self, platform, chat_id, text, metadata):

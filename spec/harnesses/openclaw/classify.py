@@ -69,6 +69,14 @@ def classify_trace(rule, violation, trace):
     shared = len(dm_threads(trace)) >= 2
     if rule == "PROC-7" and "which its output tail must quote" in violation:
         return "O-TAIL"
+    if "leaves out a successful completion without output" in violation:
+        return "O-EMPTY-SUCCESS"
+    outage = any(isinstance(op, dict) and op.get("adapter", {}).get("up") is False for op in trace["ops"])
+    if outage and rule in ("INV-4", "PROC-7", "DELIVER-4") and (
+        "was never delivered nor dead-lettered" in violation or "the model dead-letters it" in violation
+        or "must be dead-lettered" in violation
+    ):
+        return "O-STUCK"
     if rule in ("INV-1", "SEC-1") and shared and '"chat_type":"dm"' in violation:
         return "O-SHARED-DM"
     if rule in ("DELIVER-1", "DELIVER-2", "DELIVER-5", "INV-6", "INV-7", "INV-8") and shared:
@@ -95,6 +103,12 @@ def main():
                         doc = json.load(f)
                     name = classify_trace(doc["found"]["rule"], doc["found"]["violation"], doc["trace"])
                     break
+        if name is None and not oid.startswith("dialect/"):
+            # Stored traces (no saved file): the headline is in the detail.
+            first = detail.split("\n", 1)[0]
+            m = re.match(r"^([A-Z]+-\d+): (.*)$", first)
+            if m and not oid.startswith("gen/"):
+                name = classify_trace(m.group(1), m.group(2), {"threads": [], "ops": []})
         if name is None:
             unexplained.append(f"{oid}: {detail[:300]}")
             continue

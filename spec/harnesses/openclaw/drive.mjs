@@ -24,9 +24,13 @@
 //   turn_start t /  t's session has a reply run in flight / no longer: the
 //   turn_end t      heartbeat's busy check (deps.isReplyRunActive,
 //                   listActiveReplyRunSessionKeys) sees it.
-//   advance, adapter up
-//                   no-ops: OpenClaw's exec-completion path has no timer of
-//                   its own and the fake Bot API never fails.
+//   advance ms      moves the trace's clock: OpenClaw's exec-completion path
+//                   has no timer of its own; the one that matters is the
+//                   periodic heartbeat (every 30 min), which retries events
+//                   a failed send left queued (see `wake` below).
+//   adapter up/down while down, the fake Telegram Bot API answers every call
+//                   with 502 Bad Gateway (the adapter's state, not
+//                   OpenClaw's).
 //
 // After every op the session-event wake runs for every session key with a
 // pending exec completion that is not busy, as OpenClaw's wake scheduler does
@@ -46,12 +50,19 @@ import { createServer } from "node:http";
 import { execFileSync } from "node:child_process";
 
 const WAIT_MS = 10_000;
+const HEARTBEAT_EVERY_MS = 30 * 60_000; // agents.defaults.heartbeat.every
 const debug = (...a) => {
   if (process.env.PROCROUTE_DEBUG) console.error("[drive]", ...a);
 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export class Unexpressible extends Error {}
+
+// The trace's clock is not OpenClaw's: OpenClaw measures time with
+// Date.now() and real timers, also for leases on its durable delivery
+// queue, which a skewed clock breaks ("Delivery platform claim was lost").
+// The harness keeps the trace's clock itself and runs, on it, the one timer
+// the exec-completion path depends on: the periodic heartbeat.
 
 export async function init(internal, routing) {
   const api = {
@@ -62,6 +73,8 @@ export async function init(internal, routing) {
     getSession: await internal("getSession"),
     getFinishedSession: await internal("getFinishedSession"),
     recordInboundSessionMeta: await internal("recordInboundSessionMeta"),
+    loadUnfinishedDeliveries: await internal("loadUnfinishedDeliveries"),
+    drainPendingDeliveries: await internal("drainPendingDeliveries"),
     resolveSessionStorePathCore: await internal("resolveSessionStorePathCore"),
     routing,
   };
@@ -78,6 +91,15 @@ export async function init(internal, routing) {
         body = { raw: data };
       }
       const method = String(req.url).split("/").pop();
+      // While the trace has the adapter down, Telegram answers every call
+      // with a server error (the adapter's state is not the gateway's).
+      if (api.down && method !== "getMe") {
+        calls.push({ method, body, failed: true });
+        res.statusCode = 502;
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify({ ok: false, error_code: 502, description: "Bad Gateway" }));
+        return;
+      }
       calls.push({ method, body });
       const chatId = Number(body.chat_id) || 0;
       const result =
@@ -127,6 +149,12 @@ export async function runTrace(api, trace, dmScope = "main") {
   };
   api.resetEvents();
   api.calls.length = 0;
+  // OpenClaw's durable state outside the session store (the outbound
+  // delivery queue) lives under the harness process's state dir, shared by
+  // its traces (a state dir per trace opens SQLite stores OpenClaw never
+  // closes, up to its limit of 64). A send an earlier trace left queued
+  // can only be drained to that trace's chats, with text naming that
+  // trace's exec sessions: no delivery of this trace is attributed to it.
   const threads = trace.threads;
   const keys = threads.map((o) => sessionKeyOf(api, o, dmScope));
   const busy = new Set();
@@ -135,6 +163,8 @@ export async function runTrace(api, trace, dmScope = "main") {
   const deliveries = [];
   const deadLetters = [];
   let fifoN = 0;
+  let now = 0; // the trace's clock (ms): only `advance` moves it
+  api.down = false;
 
   const waitFor = async (what, ok) => {
     const until = Date.now() + WAIT_MS;
@@ -154,11 +184,47 @@ export async function runTrace(api, trace, dmScope = "main") {
     return { platform: "telegram", chat_type: chatType, chat_id: chat, ...(topic ? { thread_id: topic } : {}) };
   };
 
+  // OpenClaw's wake scheduler runs a heartbeat when an event is enqueued
+  // (requestSessionEventWake); a heartbeat skipped because the session is
+  // busy is retried (after 1 s: here, after the next op); a heartbeat whose
+  // send failed leaves the events queued (nothing consumed) and is not
+  // retried by the wake scheduler: the events wait for the next event of
+  // that session key or the periodic heartbeat (agents.defaults.heartbeat
+  // every "30m"), which we run when the trace's clock passes it.
+  const parked = new Map(); // session key -> { until, ids }
+  const seen = new Map(); // event id -> every exec event seen in a queue
+  // Each event's notification is its own line of a message: the stub agent
+  // relays each event's line of the prompt verbatim (the event text, or for
+  // a failure without output the text and " without captured
+  // stdout/stderr."). The process is named in it only by the first 8
+  // characters of its exec session id, which two processes can share, so
+  // lines are matched by their whole text. Returns the events found.
+  const attribute = (step, calls, events) => {
+    const found = new Set();
+    const sent = calls.filter((c) => c.method === "sendMessage" && !c.failed);
+    for (const e of events) {
+      const id = String(e.contextKey ?? "").replace(/^exec:/, "");
+      const line = String(e.text).trim();
+      for (const s of sent) {
+        const mine = String(s.body.text ?? "")
+          .split("\n")
+          .filter((l) => l.trim() === line || l.trim() === `${line} without captured stdout/stderr.`)
+          .join("\n");
+        if (!mine) continue;
+        found.add(e.id);
+        deliveries.push({ step, destination: destination(s.body), process: byId.get(id) ?? null, kind: "completion", text: mine });
+      }
+    }
+    return found;
+  };
   const wake = async (step) => {
     for (const key of new Set(keys)) {
       if (busy.has(key)) continue;
       const pending = api.peek(key).filter((e) => /^Exec /.test(e.text));
+      for (const e of pending) seen.set(e.id, e);
       if (pending.length === 0) continue;
+      const p = parked.get(key);
+      if (p && now < p.until && pending.every((e) => p.ids.has(e.id))) continue;
       const before = api.calls.length;
       const out = await api.runHeartbeatOnce({
         cfg,
@@ -179,30 +245,34 @@ export async function runTrace(api, trace, dmScope = "main") {
         },
       });
       debug("heartbeat", key, JSON.stringify(out), pending.map((e) => e.text));
+      if (process.env.PROCROUTE_DEBUG) {
+        const q = await api.loadUnfinishedDeliveries(process.env.OPENCLAW_STATE_DIR);
+        debug("unfinished outbound deliveries", q.length, JSON.stringify(q).slice(0, 400));
+      }
       const left = new Set(api.peek(key).map((e) => e.id));
       const consumed = pending.filter((e) => !left.has(e.id));
-      const sends = api.calls.slice(before).filter((c) => c.method === "sendMessage");
+      if (consumed.length < pending.length && out?.status !== "skipped") {
+        parked.set(key, { until: now + HEARTBEAT_EVERY_MS, ids: new Set(pending.map((e) => e.id)) });
+      } else {
+        parked.delete(key);
+      }
+      const found = attribute(step, api.calls.slice(before), consumed);
       for (const e of consumed) {
         const id = String(e.contextKey ?? "").replace(/^exec:/, "");
         const process = byId.get(id) ?? null;
-        if (sends.length === 0) {
+        const line = String(e.text).trim();
+        if (!found.has(e.id)) {
+          const quiet = /^Exec completed \([^)]*, code 0\)$/.test(line);
           deadLetters.push({
             step,
             destination: destination({ chat_id: e.deliveryContext?.to, message_thread_id: e.deliveryContext?.threadId }),
             process,
             kind: "completion",
             text: e.text,
-            reason: `heartbeat ${out?.status ?? "?"}: ${out?.reason ?? "no message sent"}`,
+            reason: quiet
+              ? "consumed without a message: OpenClaw's exec prompt leaves out a successful completion without output (formatExecEventPromptText)"
+              : `consumed without a message naming it (heartbeat ${out?.status ?? "?"}: ${out?.reason ?? "no message sent"})`,
           });
-        }
-        // One message may answer several events: each event's notification
-        // is the lines of it that name its exec session (`(<id8>, …)`), to
-        // the message's destination.
-        const tag = `(${id.slice(0, 8)},`;
-        for (const s of sends) {
-          const text = String(s.body.text ?? "");
-          const mine = text.split("\n").filter((l) => l.includes(tag)).join("\n");
-          deliveries.push({ step, destination: destination(s.body), process, kind: "completion", text: mine || text });
         }
       }
     }
@@ -318,8 +388,30 @@ export async function runTrace(api, trace, dmScope = "main") {
           break;
         }
         case "advance":
-        case "adapter":
+          now += arg.ms;
           break;
+        case "adapter": {
+          const wasDown = api.down;
+          api.down = arg.up === false;
+          if (wasDown && !api.down) {
+            // Telegram's polling monitor, on reconnect, drains the outbound
+            // delivery queue (sends a failed or interrupted send left
+            // there): OpenClaw's drainPendingDeliveries, as it calls it.
+            const before = api.calls.length;
+            await api.drainPendingDeliveries({
+              drainKey: "telegram:default",
+              logLabel: "Telegram reconnect drain",
+              cfg,
+              log: { info: debug, warn: debug, error: debug },
+              selectEntry: (entry) => ({
+                match: entry.channel === "telegram" && (entry.accountId ?? "default") === "default",
+                bypassBackoff: false,
+              }),
+            });
+            attribute(step, api.calls.slice(before), [...seen.values()]);
+          }
+          break;
+        }
         default:
           throw new Unexpressible(`trace op ${kind} is not driven by this harness yet`);
       }

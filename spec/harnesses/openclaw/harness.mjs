@@ -19,10 +19,9 @@
 //
 // OpenClaw has no "thread" chat type (a thread is a suffix on a channel or
 // group key), so origins of chat type thread are rejected as unsupported;
-// the laws skip them. Traces are declared unsupported: OpenClaw's
-// exec-completion path runs inside its agent runtime (exec tool, system-event
-// queue drained by the heartbeat runner) and cannot be driven from a harness
-// without re-implementing that runtime, which the protocol forbids (P-6).
+// the laws skip them. Traces run through OpenClaw's own exec runtime,
+// system-event queue, heartbeat and Telegram channel (drive.mjs, whose
+// header maps every trace op to the OpenClaw code that runs).
 import { readFileSync, readdirSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -93,8 +92,8 @@ const CONSTRAINTS = [
   { fields: ["thread_id"], integer: true, max_len: 9,
     reason: "Telegram forum topic ids (message_thread_id) are 32-bit message ids" },
   { ops: ["watch"], reason: "OpenClaw's exec tool has no output watch patterns; its only process notification is notifyOnExit" },
-  { ops: ["restart", "adapter", "shutdown", "reset"],
-    reason: "not driven by this harness yet: restart needs a fresh module graph (a second node process), adapter outages a failing fake Bot API, shutdown and reset their OpenClaw entry points (issue 20)" },
+  { ops: ["restart", "shutdown", "reset"],
+    reason: "not driven by this harness yet: restart needs a fresh module graph (a second node process), shutdown and reset their OpenClaw entry points (issue 20)" },
 ];
 
 const PEER_KIND = { dm: "direct", group: "group", channel: "channel" };
