@@ -27,6 +27,7 @@ PY_BUGS = {  # name -> rule (router.py's BUGS)
     "breaker-16": "PROC-6",
     "kill-silent": "PROC-7",
     "retry-forever": "DELIVER-4",
+    "read-consumes": "PROC-10",
 }
 
 

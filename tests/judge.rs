@@ -280,6 +280,56 @@ fn hand_broken_reports_are_named() {
     assert!(rules(&v).contains(&"ROUTE-4"), "{v:?}");
 }
 
+/// PROC-10: an agent's read of an ended process, from its own thread or
+/// another one, changes nothing: the model still owes the completion at
+/// the same step, the built-in report passes, and a report that drops the
+/// completion after the read is named PROC-10 (not a plain loss).
+#[test]
+fn proc_10_a_read_cancels_nothing() {
+    let t = two_topics(vec![
+        spawn(0, "p1", false, true),
+        out("p1", 1, false),
+        TraceOp::Exit {
+            process: "p1".into(),
+            code: 1,
+        },
+        TraceOp::Read {
+            thread: 1,
+            process: "p1".into(),
+        },
+        TraceOp::Read {
+            thread: 0,
+            process: "p1".into(),
+        },
+        adv(1_000),
+    ]);
+    let without: Vec<TraceOp> = t
+        .ops
+        .iter()
+        .filter(|op| !matches!(op, TraceOp::Read { .. }))
+        .cloned()
+        .collect();
+    let fates = |t: &Trace| -> Vec<Fate> {
+        predict(t, &none())
+            .items
+            .iter()
+            .map(|e| e.fate.clone())
+            .collect()
+    };
+    assert_eq!(fates(&t), vec![Fate::Delivered { step: 2 }]);
+    assert_eq!(
+        fates(&two_topics(without)),
+        vec![Fate::Delivered { step: 2 }]
+    );
+    assert!(predict(&t, &none()).exercised.contains("PROC-10"));
+    let good = execute(&t).expect("runs");
+    assert!(judge(&t, &good).is_empty(), "{:?}", judge(&t, &good));
+    let mut consumed = good.clone();
+    consumed.deliveries.clear();
+    let v = judge(&t, &consumed);
+    assert_eq!(rules(&v), ["PROC-10"], "{v:?}");
+}
+
 /// A completion nobody asked for is INV-7; one of a process that was not
 /// watching when the harness says it matched is PROC-5.
 #[test]

@@ -30,6 +30,7 @@ BUGS = {
     "breaker-16": "the breaker admits 16 watch events per window",
     "kill-silent": "a killed process never notifies",
     "retry-forever": "a failed send is retried forever, never dead-lettered",
+    "read-consumes": "an agent's read of an ended process cancels its queued completion",
 }
 BUG = os.environ.get("PROCROUTE_TEMPLATE_BUG", "")
 
@@ -196,6 +197,14 @@ class Router:
         if run:
             self.finish(run, how)
 
+    def read(self, pid):
+        # PROC-10: a read changes nothing about notifications.
+        if BUG == "read-consumes":
+            run = self.current.get(pid)
+            if run and not run.running:
+                for q in self.queues.values():
+                    q[:] = [n for n in q if not (n["process"] == pid and n["kind"] == "completion")]
+
     def restart(self, survive):
         # A crash: turns die with the gateway, the rate-limit state is
         # volatile (PROC-8), queued notifications and lanes are durable.
@@ -274,6 +283,8 @@ def run_trace(trace):
             r.end(arg["process"], f"exited with code {arg['code']}")
         elif name == "kill":
             r.end(arg["process"], "was killed")
+        elif name == "read":
+            r.read(arg["process"])
         elif name == "advance":
             r.now += arg["ms"]
         elif name == "adapter":

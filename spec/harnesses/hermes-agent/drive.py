@@ -61,6 +61,7 @@ import contextvars
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import tempfile
@@ -86,6 +87,9 @@ LIVE_OUTPUT = "read1" in _inspect.getsource(pr.ProcessRegistry._reader_loop)  # 
 # versions whose watcher does not pass through _inject_watch_notification.
 WATCHER_EVENT = contextvars.ContextVar("procroute_watcher_event", default=None)
 EPOCH = 1_800_000_000.0
+# The watcher's text-only notice for a completion the agent consumed
+# (gateway/run.py, _run_process_watcher).
+CONSUMED_NOTICE = re.compile(r"^\[Background process (\S+) finished with exit code ")
 
 
 class Unexpressible(Exception):
@@ -360,7 +364,9 @@ class Driver:
         self.deliveries.append(self._report(evt, event.text, destination_of(event.source)))
 
     def sent(self, platform, chat_id, text, metadata):
-        # adapter.send is used for shutdown notices (no process).
+        # adapter.send carries shutdown notices (no process) and the watcher's
+        # text-only notice for a completion the agent already consumed
+        # (`[Background process <id> finished with exit code …`).
         thread_id = metadata.get("thread_id")
         chat_type = next(
             (s.chat_type for s in self.sources
@@ -371,8 +377,11 @@ class Driver:
         d = {"platform": platform.value, "chat_type": chat_type, "chat_id": str(chat_id)}
         if thread_id:
             d["thread_id"] = str(thread_id)
-        self.deliveries.append({"step": self.step, "destination": d, "process": None,
-                                "kind": "shutdown", "text": text})
+        m = CONSUMED_NOTICE.match(text)
+        run = self.by_sid.get(m.group(1)) if m else None
+        self.deliveries.append({"step": self.step, "destination": d,
+                                "process": run.name if run else None,
+                                "kind": "completion" if m else "shutdown", "text": text})
 
     def _dropped(self, evt, text):
         run = self.by_sid.get(str(evt.get("session_id") or ""))
@@ -428,6 +437,23 @@ class Driver:
             with run.cond:
                 run.seen += chunk
                 run.cond.notify_all()
+
+    def _read(self, t, name):
+        # The agent of thread t's turn reads the process's log with hermes'
+        # own process tool (`process(action="log")`; ids are global). On an
+        # ended process whose whole output it shows, hermes marks the
+        # completion consumed (ProcessRegistry.read_log).
+        run = self.runs.get(name)
+        if run is None:
+            return
+        entry = self._touch(t)
+        context = build_session_context(self.sources[t], self.runner.config, entry)
+        tokens = self.runner._set_session_env(context)
+        try:
+            pr._handle_process({"action": "log", "session_id": run.session.id},
+                               task_id=entry.session_key)
+        finally:
+            self.runner._clear_session_env(tokens)
 
     def _spawn(self, t, name, watch, notify):
         entry = self._touch(t)
@@ -542,6 +568,8 @@ class Driver:
                 self._exit(arg["process"], arg["code"])
             elif name == "kill":
                 self._kill(arg["process"])
+            elif name == "read":
+                self._read(arg["thread"], arg["process"])
             elif name == "advance":
                 self._advance(arg["ms"] / 1000.0)
             elif name == "adapter":

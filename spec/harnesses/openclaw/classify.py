@@ -62,6 +62,22 @@ def dm_threads(trace):
     return [t for t in trace["threads"] if t["chat_type"] == "dm"]
 
 
+def restarted_since_spawn(violation, trace):
+    """Whether a restart comes after the (last) spawn of the violation's
+    process before the step its notification was emitted at, or after."""
+    m = re.match(r"^(p\w+) ", violation)
+    if not m:
+        return False
+    proc, spawned = m.group(1), None
+    for i, op in enumerate(trace["ops"]):
+        name, arg = (op, {}) if isinstance(op, str) else next(iter(op.items()))
+        if name == "spawn" and arg.get("process") == proc:
+            spawned = i
+        elif name == "restart" and spawned is not None:
+            return True
+    return False
+
+
 def classify_trace(rule, violation, trace):
     """The finding a failing trace belongs to, from its headline violation
     (rule and text) and the trace (threads); None if no finding fits."""
@@ -71,6 +87,8 @@ def classify_trace(rule, violation, trace):
         return "O-TAIL"
     if "leaves out a successful completion without output" in violation:
         return "O-EMPTY-SUCCESS"
+    if "never delivered" in violation and restarted_since_spawn(violation, trace):
+        return "O-RESTART-LOST"
     outage = any(isinstance(op, dict) and op.get("adapter", {}).get("up") is False for op in trace["ops"])
     if outage and rule in ("INV-4", "PROC-7", "DELIVER-4") and (
         "was never delivered nor dead-lettered" in violation or "the model dead-letters it" in violation

@@ -1,5 +1,7 @@
 // Drives one procroute trace (spec/PROTOCOL.md, P-8) through OpenClaw's own
-// code. This is our code; everything that decides anything is OpenClaw's:
+// code. This is our code; everything that decides anything is OpenClaw's,
+// running in a gateway process (gateway.mjs, a child process, so a crash
+// can kill it and start a fresh one):
 //
 //   trace op        what happens here (OpenClaw 2026.9.6 code that runs)
 //   -------------   ----------------------------------------------------------
@@ -24,13 +26,25 @@
 //   turn_start t /  t's session has a reply run in flight / no longer: the
 //   turn_end t      heartbeat's busy check (deps.isReplyRunActive,
 //                   listActiveReplyRunSessionKeys) sees it.
+//   read t p        the agent of t's session polls p (OpenClaw's process
+//                   tool, createProcessTool, scoped to t's session key as
+//                   the agent runtime scopes it): a poll that sees the end
+//                   marks it observed and withdraws a queued completion.
 //   advance ms      moves the trace's clock: OpenClaw's exec-completion path
 //                   has no timer of its own; the one that matters is the
 //                   periodic heartbeat (every 30 min), which retries events
 //                   a failed send left queued (see `wake` below).
 //   adapter up/down while down, the fake Telegram Bot API answers every call
 //                   with 502 Bad Gateway (the adapter's state, not
-//                   OpenClaw's).
+//                   OpenClaw's); on coming back up, Telegram's reconnect
+//                   drain of the outbound queue (drainPendingDeliveries).
+//   restart s       the gateway crashes: its process is killed (exec
+//                   sessions, system-event queues, wake state: all in
+//                   memory, all gone; the session store and the outbound
+//                   queue are files and stay) and a fresh one starts. With
+//                   survive false the processes are killed first; with true
+//                   they keep running, known to no gateway (OpenClaw has no
+//                   checkpoint of them). Every turn ends.
 //
 // After every op the session-event wake runs for every session key with a
 // pending exec completion that is not busy, as OpenClaw's wake scheduler does
@@ -42,14 +56,17 @@
 // Telegram Bot API on 127.0.0.1 (channels.telegram.apiRoot); every
 // sendMessage it receives is a delivery, to the chat and topic it names, for
 // each process whose event that heartbeat consumed, with the message's
-// lines that name that process's exec session.
+// line that is that event.
 import { mkdtempSync, rmSync, openSync, closeSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { createServer } from "node:http";
 import { execFileSync } from "node:child_process";
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
 
 const WAIT_MS = 10_000;
+const CALL_MS = 60_000;
 const HEARTBEAT_EVERY_MS = 30 * 60_000; // agents.defaults.heartbeat.every
 const debug = (...a) => {
   if (process.env.PROCROUTE_DEBUG) console.error("[drive]", ...a);
@@ -64,21 +81,77 @@ export class Unexpressible extends Error {}
 // The harness keeps the trace's clock itself and runs, on it, the one timer
 // the exec-completion path depends on: the periodic heartbeat.
 
-export async function init(internal, routing) {
-  const api = {
-    createExecTool: await internal("createExecTool"),
-    peek: await internal("peekSystemEventEntries"),
-    resetEvents: await internal("resetSystemEventsForTest"),
-    runHeartbeatOnce: await internal("runHeartbeatOnce"),
-    getSession: await internal("getSession"),
-    getFinishedSession: await internal("getFinishedSession"),
-    recordInboundSessionMeta: await internal("recordInboundSessionMeta"),
-    loadUnfinishedDeliveries: await internal("loadUnfinishedDeliveries"),
-    drainPendingDeliveries: await internal("drainPendingDeliveries"),
-    resolveSessionStorePathCore: await internal("resolveSessionStorePathCore"),
-    routing,
-  };
+// One OpenClaw gateway: a child process running gateway.mjs.
+class Gateway {
+  static async start(dir) {
+    const child = fork(fileURLToPath(new URL("./gateway.mjs", import.meta.url)), [], {
+      env: { ...process.env, OPENCLAW_DIR: dir },
+      // The protocol owns the harness's fd 1: whatever OpenClaw prints goes
+      // to stderr.
+      stdio: ["ignore", "pipe", "inherit", "ipc"],
+    });
+    child.stdout.pipe(process.stderr);
+    const gw = new Gateway(child);
+    await new Promise((resolve, reject) => {
+      gw.ready = resolve;
+      child.once("error", reject);
+      child.once("exit", (code, sig) => reject(new Error(`OpenClaw gateway exited (${code ?? sig}) while starting`)));
+    });
+    return gw;
+  }
+
+  constructor(child) {
+    this.child = child;
+    this.next = 0;
+    this.waiting = new Map();
+    this.dead = null;
+    child.on("message", (m) => {
+      if (m.ready) return this.ready?.();
+      const w = this.waiting.get(m.id);
+      if (!w) return;
+      this.waiting.delete(m.id);
+      clearTimeout(w.timer);
+      if (m.error) w.reject(new Error(`OpenClaw ${w.method}: ${m.error}`));
+      else w.resolve(m.result);
+    });
+    const fail = (why) => {
+      this.dead ??= why;
+      for (const w of this.waiting.values()) {
+        clearTimeout(w.timer);
+        w.reject(new Error(`OpenClaw gateway ${why} during ${w.method}`));
+      }
+      this.waiting.clear();
+    };
+    child.on("error", (e) => fail(`failed (${e?.message ?? e})`));
+    child.on("exit", (code, sig) => fail(`exited (${code ?? sig})`));
+  }
+
+  call(method, args) {
+    if (this.dead) return Promise.reject(new Error(`OpenClaw gateway ${this.dead}`));
+    const id = this.next++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(id);
+        reject(new Error(`OpenClaw ${method}: no answer in ${CALL_MS} ms`));
+      }, CALL_MS);
+      this.waiting.set(id, { resolve, reject, timer, method });
+      this.child.send({ id, method, args });
+    });
+  }
+
+  // A crash: SIGKILL, no shutdown code runs.
+  async crash() {
+    this.dead = "killed (a gateway crash)";
+    const gone = new Promise((r) => this.child.once("exit", r));
+    this.child.kill("SIGKILL");
+    await gone;
+  }
+}
+
+export async function init(dir, routing) {
+  const api = { routing, dir, gateway: await Gateway.start(dir) };
   // The fake Telegram Bot API: records every call, answers like Telegram.
+  // It lives here, not in the gateway: the platform outlives a crash.
   const calls = [];
   const server = createServer((req, res) => {
     let data = "";
@@ -139,6 +212,15 @@ function sessionKeyOf(api, o, dmScope) {
   return api.routing.resolveThreadSessionKeys({ baseSessionKey: base, threadId: o.thread_id }).sessionKey;
 }
 
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 export async function runTrace(api, trace, dmScope = "main") {
   const work = mkdtempSync(join(tmpdir(), "procroute-openclaw-"));
   const cfg = {
@@ -147,28 +229,29 @@ export async function runTrace(api, trace, dmScope = "main") {
     channels: { telegram: { enabled: true, botToken: "123456:procroute", apiRoot: api.apiRoot } },
     tools: { exec: { host: "gateway", security: "full", ask: "off" } },
   };
-  api.resetEvents();
-  api.calls.length = 0;
   // OpenClaw's durable state outside the session store (the outbound
   // delivery queue) lives under the harness process's state dir, shared by
   // its traces (a state dir per trace opens SQLite stores OpenClaw never
   // closes, up to its limit of 64). A send an earlier trace left queued
   // can only be drained to that trace's chats, with text naming that
   // trace's exec sessions: no delivery of this trace is attributed to it.
+  await api.gateway.call("resetEvents");
+  api.calls.length = 0;
   const threads = trace.threads;
   const keys = threads.map((o) => sessionKeyOf(api, o, dmScope));
   const busy = new Set();
-  const runs = new Map(); // process name -> { id, pid, fifo, fd, thread }
+  const runs = new Map(); // process name -> { id, pid, fifo, fd, thread, gateway }
   const byId = new Map(); // OpenClaw exec session id -> process name
   const deliveries = [];
   const deadLetters = [];
   let fifoN = 0;
   let now = 0; // the trace's clock (ms): only `advance` moves it
   api.down = false;
+  const gw = () => api.gateway;
 
   const waitFor = async (what, ok) => {
     const until = Date.now() + WAIT_MS;
-    while (!ok()) {
+    while (!(await ok())) {
       if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
       await sleep(5);
     }
@@ -204,7 +287,7 @@ export async function runTrace(api, trace, dmScope = "main") {
     const sent = calls.filter((c) => c.method === "sendMessage" && !c.failed);
     for (const e of events) {
       const id = String(e.contextKey ?? "").replace(/^exec:/, "");
-      const line = String(e.text).trim();
+      const line = e.text.trim();
       for (const s of sent) {
         const mine = String(s.body.text ?? "")
           .split("\n")
@@ -220,36 +303,15 @@ export async function runTrace(api, trace, dmScope = "main") {
   const wake = async (step) => {
     for (const key of new Set(keys)) {
       if (busy.has(key)) continue;
-      const pending = api.peek(key).filter((e) => /^Exec /.test(e.text));
+      const pending = (await gw().call("peek", { key })).filter((e) => /^Exec /.test(e.text));
       for (const e of pending) seen.set(e.id, e);
       if (pending.length === 0) continue;
       const p = parked.get(key);
       if (p && now < p.until && pending.every((e) => p.ids.has(e.id))) continue;
       const before = api.calls.length;
-      const out = await api.runHeartbeatOnce({
-        cfg,
-        agentId: "main",
-        sessionKey: key,
-        source: "exec-event",
-        reason: "exec-event",
-        intent: "event",
-        deps: {
-          getReplyFromConfig: async (ctx) => ({
-            text: String(ctx.Body ?? "")
-              .split("\n")
-              .filter((l) => /^Exec (completed|failed)/.test(l))
-              .join("\n"),
-          }),
-          isReplyRunActive: (k) => busy.has(k),
-          listActiveReplyRunSessionKeys: () => [...busy],
-        },
-      });
+      const out = await gw().call("heartbeat", { cfg, key, busy: [...busy] });
       debug("heartbeat", key, JSON.stringify(out), pending.map((e) => e.text));
-      if (process.env.PROCROUTE_DEBUG) {
-        const q = await api.loadUnfinishedDeliveries(process.env.OPENCLAW_STATE_DIR);
-        debug("unfinished outbound deliveries", q.length, JSON.stringify(q).slice(0, 400));
-      }
-      const left = new Set(api.peek(key).map((e) => e.id));
+      const left = new Set((await gw().call("peek", { key })).map((e) => e.id));
       const consumed = pending.filter((e) => !left.has(e.id));
       if (consumed.length < pending.length && out?.status !== "skipped") {
         parked.set(key, { until: now + HEARTBEAT_EVERY_MS, ids: new Set(pending.map((e) => e.id)) });
@@ -258,30 +320,34 @@ export async function runTrace(api, trace, dmScope = "main") {
       }
       const found = attribute(step, api.calls.slice(before), consumed);
       for (const e of consumed) {
+        if (found.has(e.id)) continue;
         const id = String(e.contextKey ?? "").replace(/^exec:/, "");
-        const process = byId.get(id) ?? null;
-        const line = String(e.text).trim();
-        if (!found.has(e.id)) {
-          const quiet = /^Exec completed \([^)]*, code 0\)$/.test(line);
-          deadLetters.push({
-            step,
-            destination: destination({ chat_id: e.deliveryContext?.to, message_thread_id: e.deliveryContext?.threadId }),
-            process,
-            kind: "completion",
-            text: e.text,
-            reason: quiet
-              ? "consumed without a message: OpenClaw's exec prompt leaves out a successful completion without output (formatExecEventPromptText)"
-              : `consumed without a message naming it (heartbeat ${out?.status ?? "?"}: ${out?.reason ?? "no message sent"})`,
-          });
-        }
+        const quiet = /^Exec completed \([^)]*, code 0\)$/.test(e.text.trim());
+        deadLetters.push({
+          step,
+          destination: destination({ chat_id: e.to, message_thread_id: e.threadId }),
+          process: byId.get(id) ?? null,
+          kind: "completion",
+          text: e.text,
+          reason: quiet
+            ? "consumed without a message: OpenClaw's exec prompt leaves out a successful completion without output (formatExecEventPromptText)"
+            : `consumed without a message naming it (heartbeat ${out?.status ?? "?"}: ${out?.reason ?? "no message sent"})`,
+        });
       }
     }
   };
 
-  const stop = (name) => {
+  // A run still known to the gateway that started it (not lost in a crash).
+  const current = (r) => r.gateway === api.gateway;
+  const running = (name) => {
     const r = runs.get(name);
     if (!r || r.ended) return null;
     return r;
+  };
+  const ended = async (r) => {
+    if (!current(r)) return !alive(r.pid);
+    const s = await gw().call("session", { id: r.id });
+    return !s || s.exited;
   };
 
   try {
@@ -291,8 +357,8 @@ export async function runTrace(api, trace, dmScope = "main") {
       switch (kind) {
         case "message": {
           const o = threads[arg.thread];
-          await api.recordInboundSessionMeta({
-            storePath: api.resolveSessionStorePathCore(cfg.session.store, { agentId: "main" }),
+          await gw().call("record", {
+            store: cfg.session.store,
             sessionKey: keys[arg.thread],
             ctx: {
               Provider: "telegram",
@@ -324,41 +390,42 @@ export async function runTrace(api, trace, dmScope = "main") {
           const command =
             `exec 3<${fifo}; while IFS= read -r l <&3; do case "$l" in ` +
             `__exit__*) exit \${l#__exit__ };; *) printf '%s\\n' "$l";; esac; done`;
-          const tool = api.createExecTool({
-            sessionKey: keys[arg.thread],
-            agentId: "main",
-            messageProvider: "telegram",
-            currentChannelId: o.chat_id,
-            ...(o.thread_id != null ? { currentThreadTs: o.thread_id } : {}),
-            accountId: "default",
-            notifyOnExit: arg.notify === true,
-            host: "gateway",
-            security: "full",
-            ask: "off",
-            cwd: work,
-            config: cfg,
+          const { id, pid } = await gw().call("spawn", {
+            tool: {
+              sessionKey: keys[arg.thread],
+              scopeKey: keys[arg.thread],
+              agentId: "main",
+              messageProvider: "telegram",
+              currentChannelId: o.chat_id,
+              ...(o.thread_id != null ? { currentThreadTs: o.thread_id } : {}),
+              accountId: "default",
+              notifyOnExit: arg.notify === true,
+              host: "gateway",
+              security: "full",
+              ask: "off",
+              cwd: work,
+              config: cfg,
+            },
+            call: `call-${step}`,
+            command,
           });
-          const res = await tool.execute(`call-${step}`, { command, background: true });
-          const id = res?.details?.sessionId;
-          if (!id) throw new Error(`exec did not start: ${JSON.stringify(res).slice(0, 300)}`);
-          runs.set(arg.process, { id, pid: res.details.pid, fifo, fd, thread: arg.thread, seen: 0 });
+          runs.set(arg.process, { id, pid, fifo, fd, thread: arg.thread, gateway: api.gateway });
           byId.set(id, arg.process);
           break;
         }
         case "output": {
-          const r = stop(arg.process);
+          const r = running(arg.process);
           if (!r) break;
           if (arg.text.startsWith("__exit__")) throw new Unexpressible("output line collides with the harness's exit marker");
           const payload = arg.text.endsWith("\n") ? arg.text : `${arg.text}\n`;
           writeSync(r.fd, payload);
-          r.seen += Buffer.byteLength(payload);
           // The generator puts a unique token on every line; wait until
-          // OpenClaw's session has the last one (lines without one: a
-          // short pause for the pipe).
+          // OpenClaw's session has the last one (lines without one, or a
+          // process no running gateway reads: a short pause for the pipe).
           const want = arg.text.match(/tok\d+of[A-Za-z0-9_]+/g)?.at(-1);
-          if (want) {
-            await waitFor(`output of ${arg.process}`, () => {
-              const s = api.getSession(r.id) ?? api.getFinishedSession(r.id);
+          if (want && current(r)) {
+            await waitFor(`output of ${arg.process}`, async () => {
+              const s = await gw().call("session", { id: r.id });
               return String(s?.aggregated ?? "").includes(want);
             });
           } else {
@@ -368,7 +435,7 @@ export async function runTrace(api, trace, dmScope = "main") {
         }
         case "exit":
         case "kill": {
-          const r = stop(arg.process);
+          const r = running(arg.process);
           if (!r) break;
           if (kind === "exit") writeSync(r.fd, `__exit__ ${arg.code}\n`);
           else {
@@ -378,13 +445,24 @@ export async function runTrace(api, trace, dmScope = "main") {
           }
           // Ended, and OpenClaw's exit handling has decided on the event
           // (maybeNotifyOnExit sets exitNotified before enqueueing).
-          await waitFor(`end of ${arg.process}`, () => {
-            const s = api.getFinishedSession(r.id) ?? api.getSession(r.id);
+          await waitFor(`end of ${arg.process}`, async () => {
+            if (!current(r)) return !alive(r.pid);
+            const s = await gw().call("session", { id: r.id });
             return Boolean(s?.exited) && (!s.notifyOnExit || !s.backgrounded || s.exitNotified === true);
           });
           await sleep(20);
           r.ended = true;
           closeSync(r.fd);
+          break;
+        }
+        case "read": {
+          // The agent of the thread's session polls the process (OpenClaw's
+          // process tool, scoped to that session key: another session's
+          // agent does not see it).
+          const r = runs.get(arg.process);
+          if (!r || !current(r)) break;
+          const out = await gw().call("read", { scopeKey: keys[arg.thread], call: `call-${step}`, id: r.id });
+          debug("read", arg.process, "from", keys[arg.thread], out);
           break;
         }
         case "advance":
@@ -398,48 +476,61 @@ export async function runTrace(api, trace, dmScope = "main") {
             // delivery queue (sends a failed or interrupted send left
             // there): OpenClaw's drainPendingDeliveries, as it calls it.
             const before = api.calls.length;
-            await api.drainPendingDeliveries({
-              drainKey: "telegram:default",
-              logLabel: "Telegram reconnect drain",
-              cfg,
-              log: { info: debug, warn: debug, error: debug },
-              selectEntry: (entry) => ({
-                match: entry.channel === "telegram" && (entry.accountId ?? "default") === "default",
-                bypassBackoff: false,
-              }),
-            });
+            await gw().call("drain", { cfg });
             attribute(step, api.calls.slice(before), [...seen.values()]);
           }
+          break;
+        }
+        case "restart": {
+          // The gateway process dies. Its children die with it unless the
+          // trace says they survive (survive: true), and then no gateway
+          // knows them: OpenClaw keeps no checkpoint of exec sessions.
+          busy.clear();
+          parked.clear();
+          if (!arg.survive) {
+            for (const r of runs.values()) {
+              if (r.ended) continue;
+              try {
+                process.kill(r.pid, "SIGKILL");
+              } catch {}
+              r.ended = true;
+              closeSync(r.fd);
+            }
+          }
+          await api.gateway.crash();
+          api.gateway = await Gateway.start(api.dir);
           break;
         }
         default:
           throw new Unexpressible(`trace op ${kind} is not driven by this harness yet`);
       }
-      debug("step", step, kind, JSON.stringify(arg), "pending", keys.map((k) => api.peek(k).length));
+      if (process.env.PROCROUTE_DEBUG) {
+        const counts = [];
+        for (const k of keys) counts.push((await gw().call("peek", { key: k })).length);
+        debug("step", step, kind, JSON.stringify(arg), "pending", counts);
+      }
       await wake(step);
     }
   } finally {
-    // Processes still running at the end are killed, and we wait for
-    // OpenClaw to finish their exit handling: a late completion event would
+    // Processes still running at the end are killed, and we wait for the
+    // gateway to finish their exit handling: a late completion event would
     // otherwise land in the next trace's queue (DM sessions share a key).
     for (const r of runs.values()) {
-      if (!r.ended) {
-        try {
-          process.kill(r.pid, "SIGKILL");
-        } catch {}
-        try {
-          await waitFor(`end of ${r.id}`, () => {
-            const s = api.getFinishedSession(r.id) ?? api.getSession(r.id);
-            return !s || Boolean(s.exited);
-          });
-        } catch {}
-        try {
-          closeSync(r.fd);
-        } catch {}
-      }
+      if (r.ended) continue;
+      try {
+        process.kill(r.pid, "SIGKILL");
+      } catch {}
+      try {
+        await waitFor(`end of ${r.id}`, () => ended(r));
+      } catch {}
+      try {
+        closeSync(r.fd);
+      } catch {}
     }
     await sleep(20);
-    api.resetEvents();
+    try {
+      await gw().call("resetEvents");
+    } catch {}
     rmSync(work, { recursive: true, force: true });
   }
   return { deliveries, dead_letters: deadLetters };

@@ -22,9 +22,8 @@
 // the laws skip them. Traces run through OpenClaw's own exec runtime,
 // system-event queue, heartbeat and Telegram channel (drive.mjs, whose
 // header maps every trace op to the OpenClaw code that runs).
-import { readFileSync, readdirSync, writeSync } from "node:fs";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { writeSync } from "node:fs";
+import { openclaw } from "./openclaw.mjs";
 
 // OpenClaw keeps state (its SQLite stores) under its state dir and HOME:
 // private ones per harness process, never this machine's.
@@ -39,25 +38,10 @@ if (!dir) {
   process.stderr.write("OPENCLAW_DIR must name the directory openclaw was installed into\n");
   process.exit(2);
 }
-const pkgDir = join(dir, "node_modules", "openclaw");
-const pkg = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8"));
-const routing = await import(pathToFileURL(join(pkgDir, pkg.exports["./plugin-sdk/routing"].default)).href);
-
-// The chunk defining parseSessionDeliveryRoute, and its alias for it.
-async function internal(name) {
-  const dist = join(pkgDir, "dist");
-  for (const file of readdirSync(dist)) {
-    if (!file.endsWith(".mjs")) continue;
-    const text = readFileSync(join(dist, file), "utf8");
-    if (!text.includes(`function ${name}(`)) continue;
-    const m = text.match(new RegExp(`\\b${name} as (\\w+)\\b`));
-    if (!m) continue;
-    const mod = await import(pathToFileURL(join(dist, file)).href);
-    if (typeof mod[m[1]] === "function") return mod[m[1]];
-  }
-  throw new Error(`openclaw ${pkg.version}: no dist chunk exports ${name}`);
-}
-const parseSessionDeliveryRoute = await internal("parseSessionDeliveryRoute");
+const oc = openclaw(dir);
+const pkg = oc.pkg;
+const routing = await oc.routing();
+const { parseSessionDeliveryRoute } = await oc.internals(["parseSessionDeliveryRoute"]);
 
 // Traces (drive.mjs) need what OpenClaw itself needs: Node >= 24 (its session
 // store is node:sqlite, its dependencies use ES2025 Set methods).
@@ -68,7 +52,7 @@ let drive = null;
 async function runTrace(trace) {
   if (!drive) {
     const mod = await import("./drive.mjs");
-    drive = { mod, api: await mod.init(internal, routing) };
+    drive = { mod, api: await mod.init(dir, routing) };
   }
   try {
     return { trace: await drive.mod.runTrace(drive.api, trace, process.env.OPENCLAW_DM_SCOPE ?? "main") };
@@ -92,8 +76,8 @@ const CONSTRAINTS = [
   { fields: ["thread_id"], integer: true, max_len: 9,
     reason: "Telegram forum topic ids (message_thread_id) are 32-bit message ids" },
   { ops: ["watch"], reason: "OpenClaw's exec tool has no output watch patterns; its only process notification is notifyOnExit" },
-  { ops: ["restart", "shutdown", "reset"],
-    reason: "not driven by this harness yet: restart needs a fresh module graph (a second node process), shutdown and reset their OpenClaw entry points (issue 20)" },
+  { ops: ["shutdown", "reset"],
+    reason: "not driven: OpenClaw's shutdown and /new reset run in its gateway server (server lifecycle, performGatewaySessionReset with the server's runtime config), which the harness does not start; neither sends a process notification (README.md, inventory)" },
 ];
 
 const PEER_KIND = { dm: "direct", group: "group", channel: "channel" };

@@ -74,6 +74,8 @@ pub enum Feature {
     Shutdown,
     /// `reset` (a new conversation on the same thread).
     Reset,
+    /// `read` (an agent reading a process's output).
+    Read,
 }
 
 impl Feature {
@@ -86,6 +88,7 @@ impl Feature {
             Feature::Adapter => "adapter",
             Feature::Shutdown => "shutdown",
             Feature::Reset => "reset",
+            Feature::Read => "read",
         }
     }
 }
@@ -404,6 +407,7 @@ impl Constraints {
             TraceOp::Adapter { up: false } => &[Feature::Adapter],
             TraceOp::Shutdown => &[Feature::Shutdown],
             TraceOp::Reset { .. } => &[Feature::Reset],
+            TraceOp::Read { .. } => &[Feature::Read],
             _ => &[],
         };
         features.iter().find_map(|f| self.refuses(*f))

@@ -42,6 +42,7 @@ fn op_lane(trace: &Trace, op: &TraceOp, step: usize) -> Option<usize> {
         | TraceOp::TurnEnd { thread }
         | TraceOp::Reset { thread }
         | TraceOp::Spawn { thread, .. } => Some(*thread),
+        TraceOp::Read { thread, .. } => Some(*thread),
         TraceOp::Output { process, .. }
         | TraceOp::Exit { process, .. }
         | TraceOp::Kill { process } => home_of(trace, process, step),
@@ -68,6 +69,7 @@ fn short(op: &TraceOp) -> String {
         TraceOp::Output { process, .. } => format!("{process} output"),
         TraceOp::Exit { process, code } => format!("{process} exit {code}"),
         TraceOp::Kill { process } => format!("kill {process}"),
+        TraceOp::Read { process, .. } => format!("reads {process}"),
         TraceOp::Advance { ms } => format!("+{ms} ms"),
         TraceOp::Adapter { up } => format!("adapter {}", if *up { "up" } else { "down" }),
         TraceOp::Restart { survive } => {

@@ -60,6 +60,7 @@ pub const JUDGED: &[&str] = &[
     "PROC-6",
     "PROC-7",
     "PROC-8",
+    "PROC-10",
     "ROUTE-4",
     "ROUTE-5",
     "TEXT-1",
@@ -361,8 +362,21 @@ impl<'a> Judge<'a> {
                 Fate::Pending => usize::MAX,
             };
             let across = restarts.iter().any(|r| e.emitted < *r && *r <= resolved);
+            // An agent read the process's output after the notification was
+            // emitted (an implementation may hold it past the step it was
+            // due): the read is what a gateway takes as "already seen"
+            // (PROC-10).
+            let read = e.process.as_deref().is_some_and(|p| {
+                self.trace.ops.iter().enumerate().any(|(s, op)| {
+                    e.emitted <= s && matches!(op, TraceOp::Read { process, .. } if process == p)
+                })
+            });
             let (rule, why) = match (&e.fate, e.kind) {
                 (Fate::Pending, _) => continue,
+                (Fate::Delivered { .. }, Kind::Completion) if read && !across => (
+                    "PROC-10",
+                    "was never delivered nor dead-lettered after an agent read the process's output",
+                ),
                 (_, _) if across => (
                     "DELIVER-6",
                     "was queued across a restart and never delivered nor dead-lettered",

@@ -458,6 +458,13 @@ pub fn predict(trace: &Trace, crashes: &BTreeSet<usize>) -> Prediction {
                     }
                 }
             }
+            // PROC-10: an agent reading a process's output, from any
+            // thread, changes nothing about its notifications.
+            TraceOp::Read { process, .. } => {
+                if w.current.contains_key(process) {
+                    w.p.exercised.insert("PROC-10");
+                }
+            }
             TraceOp::Advance { ms } => w.now = w.now.saturating_add(*ms),
             TraceOp::Adapter { up } => w.up = *up,
             TraceOp::Restart { survive } => w.restart(step, *survive),

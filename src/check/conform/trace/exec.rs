@@ -267,6 +267,13 @@ impl Execution {
                     });
                 }
             }
+            // The router has no input for an agent reading a process's
+            // output (PROC-10: a read changes nothing about notifications);
+            // the gateway still handles the turn's activity, at the same
+            // time (DELIVER-1).
+            TraceOp::Read { .. } => {
+                self.feed(Input::Tick);
+            }
             TraceOp::Advance { ms } => {
                 self.now = self.now.saturating_add(*ms);
                 self.feed(Input::Tick);

@@ -431,7 +431,45 @@ pub fn generate_within(seed: u64, max_steps: usize, limits: &Constraints) -> Tra
         }
     }
     let n = g.n;
-    let mut ops = limits.strip_ops(g.ops);
+    let ops = with_reads(seed, n, g.ops);
+    let mut ops = limits.strip_ops(ops);
     ops.extend(quiescence(n));
     Trace { threads, ops }
+}
+
+/// The agents' reads (PROC-10) put into generated operations: after an
+/// output line sometimes, after a process ends often (the read that makes
+/// a gateway think the agent has seen the result), from the process's own
+/// thread or another one. Drawn from their own stream, so the rest of a
+/// seed's trace is what it was before reads existed.
+fn with_reads(seed: u64, threads: usize, ops: Vec<TraceOp>) -> Vec<TraceOp> {
+    let mut rng = Rng::new(seed ^ 0x5EAD_0F_0A_9E47);
+    let mut home: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut out = Vec::with_capacity(ops.len());
+    for op in ops {
+        let after = match &op {
+            TraceOp::Spawn {
+                thread, process, ..
+            } => {
+                home.insert(process.clone(), *thread);
+                None
+            }
+            TraceOp::Output { process, .. } if rng.chance(8) => Some(process.clone()),
+            TraceOp::Exit { process, .. } | TraceOp::Kill { process } if rng.chance(30) => {
+                Some(process.clone())
+            }
+            _ => None,
+        };
+        out.push(op);
+        if let Some(process) = after {
+            let own = home.get(&process).copied().unwrap_or(0);
+            let thread = if rng.chance(50) {
+                own
+            } else {
+                rng.below(threads.max(1))
+            };
+            out.push(TraceOp::Read { thread, process });
+        }
+    }
+    out
 }

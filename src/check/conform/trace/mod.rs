@@ -64,6 +64,14 @@ pub enum TraceOp {
     Kill {
         process: String,
     },
+    /// The agent of `thread`'s turn reads a process's output: a poll, a
+    /// log read or a wait, by process id (process ids are global in the
+    /// gateways we know, so any thread's agent can read any process).
+    /// PROC-10: a read changes nothing about the process's notifications.
+    Read {
+        thread: usize,
+        process: String,
+    },
     Advance {
         ms: u64,
     },
@@ -84,6 +92,7 @@ impl TraceOp {
             | TraceOp::TurnStart { thread }
             | TraceOp::TurnEnd { thread }
             | TraceOp::Reset { thread }
+            | TraceOp::Read { thread, .. }
             | TraceOp::Spawn { thread, .. } => Some(*thread),
             _ => None,
         }
@@ -97,6 +106,7 @@ impl TraceOp {
             | TraceOp::TurnStart { thread }
             | TraceOp::TurnEnd { thread }
             | TraceOp::Reset { thread }
+            | TraceOp::Read { thread, .. }
             | TraceOp::Spawn { thread, .. } => Some(thread),
             _ => None,
         }
@@ -108,17 +118,21 @@ impl TraceOp {
             TraceOp::Spawn { process, .. }
             | TraceOp::Output { process, .. }
             | TraceOp::Exit { process, .. }
-            | TraceOp::Kill { process } => Some(process),
+            | TraceOp::Kill { process }
+            | TraceOp::Read { process, .. } => Some(process),
             _ => None,
         }
     }
 
-    /// Foreground traffic: what the users of a thread do (INV-6 says none
-    /// of it may change where or what a notification is).
+    /// Foreground traffic: what the users of a thread, and its agent, do
+    /// (INV-6 says none of it may change where or what a notification is).
     pub fn is_foreground(&self) -> bool {
         matches!(
             self,
-            TraceOp::Message { .. } | TraceOp::TurnStart { .. } | TraceOp::TurnEnd { .. }
+            TraceOp::Message { .. }
+                | TraceOp::TurnStart { .. }
+                | TraceOp::TurnEnd { .. }
+                | TraceOp::Read { .. }
         )
     }
 }

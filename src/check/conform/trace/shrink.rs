@@ -28,7 +28,8 @@ pub fn shrink(
                 cand.ops.retain(|o| match o {
                     TraceOp::Output { process: p, .. }
                     | TraceOp::Exit { process: p, .. }
-                    | TraceOp::Kill { process: p } => p != process,
+                    | TraceOp::Kill { process: p }
+                    | TraceOp::Read { process: p, .. } => p != process,
                     _ => true,
                 });
             }
