@@ -443,7 +443,7 @@ pub fn generate_within(seed: u64, max_steps: usize, limits: &Constraints) -> Tra
 /// thread or another one. Drawn from their own stream, so the rest of a
 /// seed's trace is what it was before reads existed.
 fn with_reads(seed: u64, threads: usize, ops: Vec<TraceOp>) -> Vec<TraceOp> {
-    let mut rng = Rng::new(seed ^ 0x5EAD_0F_0A_9E47);
+    let mut rng = Rng::new(seed ^ 0x5EAD_0F0A_9E47);
     let mut home: std::collections::BTreeMap<String, usize> = Default::default();
     let mut out = Vec::with_capacity(ops.len());
     for op in ops {
