@@ -132,32 +132,33 @@ def classify(rule, violation, trace):
         return "H-RAW-TEXT"
     if rule == "DELIVER-4" or "must be dead-lettered" in violation:
         return "H-RETRY"
-    if rule in ("INV-4", "PROC-7", "PROC-8", "DELIVER-6") and proc:
+    if rule in ("INV-4", "PROC-7", "PROC-8", "PROC-10", "DELIVER-6") and proc:
         fate = restart_fate(ops, proc)
         if fate:
             return fate
-        if kind == "completion" and ended_while_down(ops[: len(upto) + 1], proc):
+        if kind == "completion" and down_after_end(ops, proc):
             return "H-OUTAGE-LOST"
         if "which its output tail must quote" in violation:
             return "H-OLD-READER"
-        if kind == "completion" and any(op == "shutdown" for op in ops[len(upto):]):
-            return "H-SHUTDOWN-LOST"
         return None
     if rule == "DELIVER-6" and proc is None:
         return "H-INFLIGHT"
     return None
 
 
-def ended_while_down(ops, proc):
-    """Whether the process's last run ended while the adapter was down."""
-    down, ended_down = False, False
+def down_after_end(ops, proc):
+    """Whether the adapter was down when a run of the process ended, or went
+    down after it (before its completion could be sent: the watcher polls
+    every 5 s)."""
+    down, ended, hit = False, False, False
     for op in ops:
         name, arg = (op, {}) if isinstance(op, str) else next(iter(op.items()))
         if name == "adapter":
             down = not arg["up"]
+            hit = hit or (ended and down)
         elif name in ("exit", "kill") and arg["process"] == proc:
-            ended_down = down
-    return ended_down
+            ended, hit = True, hit or down
+    return hit
 
 
 def restart_fate(ops, proc):

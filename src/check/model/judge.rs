@@ -373,10 +373,6 @@ impl<'a> Judge<'a> {
             });
             let (rule, why) = match (&e.fate, e.kind) {
                 (Fate::Pending, _) => continue,
-                (Fate::Delivered { .. }, Kind::Completion) if read && !across => (
-                    "PROC-10",
-                    "was never delivered nor dead-lettered after an agent read the process's output",
-                ),
                 (_, _) if across => (
                     "DELIVER-6",
                     "was queued across a restart and never delivered nor dead-lettered",
@@ -409,6 +405,10 @@ impl<'a> Judge<'a> {
                 (_, Kind::Completion) if e.held.iter().any(|(_, h)| *h == Hold::Failed) => {
                     ("INV-4", "was never delivered nor dead-lettered")
                 }
+                (Fate::Delivered { .. }, Kind::Completion) if read => (
+                    "PROC-10",
+                    "was never delivered nor dead-lettered after an agent read the process's output",
+                ),
                 (_, Kind::Completion) => ("PROC-7", "was never delivered nor dead-lettered"),
                 (_, Kind::Shutdown) => ("DELIVER-8", "was never delivered nor dead-lettered"),
             };
