@@ -89,10 +89,15 @@ def classify_trace(rule, violation, trace):
         return "O-EMPTY-SUCCESS"
     if "never delivered" in violation and restarted_since_spawn(violation, trace):
         return "O-RESTART-LOST"
+    # A run lost in a restart leaves its completion owed; the next run's
+    # completion, quoting no token of its output (O-TAIL's 180 characters),
+    # is paired with the lost one in order and judged late.
+    if rule == "DELIVER-1" and restarted_since_spawn(violation, trace):
+        return "O-RESTART-LOST"
     outage = any(isinstance(op, dict) and op.get("adapter", {}).get("up") is False for op in trace["ops"])
-    if outage and rule in ("INV-4", "PROC-7", "DELIVER-4") and (
+    if outage and rule in ("INV-4", "PROC-7", "PROC-10", "DELIVER-4") and (
         "was never delivered nor dead-lettered" in violation or "the model dead-letters it" in violation
-        or "must be dead-lettered" in violation
+        or "must be dead-lettered" in violation or "its retry was not due yet" in violation
     ):
         return "O-STUCK"
     if rule in ("INV-1", "SEC-1") and shared and '"chat_type":"dm"' in violation:
@@ -121,12 +126,17 @@ def main():
                         doc = json.load(f)
                     name = classify_trace(doc["found"]["rule"], doc["found"]["violation"], doc["trace"])
                     break
-        if name is None and not oid.startswith("dialect/"):
-            # Stored traces (no saved file): the headline is in the detail.
+        if name is None and oid.startswith("trace/"):
+            # Stored traces: the headline is in the detail, the trace in
+            # the file the detail names.
             first = detail.split("\n", 1)[0]
             m = re.match(r"^([A-Z]+-\d+): (.*)$", first)
-            if m and not oid.startswith("gen/"):
-                name = classify_trace(m.group(1), m.group(2), {"threads": [], "ops": []})
+            f = re.search(r"stored trace (\S+\.json)", detail)
+            if m and f:
+                root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+                with open(os.path.join(root, f.group(1)), encoding="utf-8") as fh:
+                    trace = json.load(fh)["trace"]
+                name = classify_trace(m.group(1), m.group(2), trace)
         if name is None:
             unexplained.append(f"{oid}: {detail[:300]}")
             continue

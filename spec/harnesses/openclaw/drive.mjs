@@ -85,7 +85,11 @@ export class Unexpressible extends Error {}
 class Gateway {
   static async start(dir) {
     const child = fork(fileURLToPath(new URL("./gateway.mjs", import.meta.url)), [], {
-      env: { ...process.env, OPENCLAW_DIR: dir },
+      env: {
+        ...process.env,
+        OPENCLAW_DIR: dir,
+        ...(Gateway.index ? { PROCROUTE_OPENCLAW_INDEX: JSON.stringify(Gateway.index) } : {}),
+      },
       // The protocol owns the harness's fd 1: whatever OpenClaw prints goes
       // to stderr.
       stdio: ["ignore", "pipe", "inherit", "ipc"],
@@ -106,7 +110,10 @@ class Gateway {
     this.waiting = new Map();
     this.dead = null;
     child.on("message", (m) => {
-      if (m.ready) return this.ready?.();
+      if (m.ready) {
+        Gateway.index ??= m.index;
+        return this.ready?.();
+      }
       const w = this.waiting.get(m.id);
       if (!w) return;
       this.waiting.delete(m.id);

@@ -23,6 +23,9 @@ console.log = (...a) => process.stderr.write(a.join(" ") + "\n");
 console.info = console.log;
 
 const oc = openclaw(process.env.OPENCLAW_DIR);
+// Where each function is: found by the first gateway, handed to the next
+// by the driver (a restart need not read 300 MB again).
+const index = process.env.PROCROUTE_OPENCLAW_INDEX ? JSON.parse(process.env.PROCROUTE_OPENCLAW_INDEX) : null;
 const api = await oc.internals([
   "createExecTool",
   "createProcessTool",
@@ -35,7 +38,7 @@ const api = await oc.internals([
   "resolveSessionStorePathCore",
   "loadUnfinishedDeliveries",
   "drainPendingDeliveries",
-]);
+], index);
 const debug = (...a) => {
   if (process.env.PROCROUTE_DEBUG) console.error("[gateway]", ...a);
 };
@@ -146,4 +149,4 @@ process.on("message", async ({ id, method, args }) => {
 });
 // The driver going away ends the gateway too.
 process.on("disconnect", () => process.exit(0));
-process.send({ ready: true });
+process.send({ ready: true, index: api.index });

@@ -13,11 +13,13 @@ export function openclaw(dir) {
   // Functions OpenClaw does not re-export from its plugin SDK: the dist
   // chunk that defines each, under the alias its `export { … }` line gives
   // it (chunk names and aliases change per release, function names do
-  // not). One pass over the dist directory (about 300 MB) for all names.
-  async function internals(names) {
+  // not). One pass over the dist directory (about 300 MB) for all names;
+  // `index` (a previous answer's `index`) skips the pass.
+  async function internals(names, index = null) {
     const found = {};
-    const left = new Set(names);
-    for (const file of readdirSync(dist)) {
+    const where = index ? { ...index } : {};
+    const left = new Set(names.filter((n) => !where[n]));
+    for (const file of left.size ? readdirSync(dist) : []) {
       if (left.size === 0) break;
       if (!file.endsWith(".mjs")) continue;
       const text = readFileSync(join(dist, file), "utf8");
@@ -25,14 +27,18 @@ export function openclaw(dir) {
         if (!text.includes(`function ${name}(`)) continue;
         const m = text.match(new RegExp(`\\b${name} as (\\w+)\\b`));
         if (!m) continue;
-        const mod = await import(pathToFileURL(join(dist, file)).href);
-        if (typeof mod[m[1]] !== "function") continue;
-        found[name] = mod[m[1]];
+        where[name] = [file, m[1]];
         left.delete(name);
       }
     }
     if (left.size > 0) throw new Error(`openclaw ${pkg.version}: no dist chunk exports ${[...left].join(", ")}`);
-    return found;
+    for (const name of names) {
+      const [file, alias] = where[name];
+      const mod = await import(pathToFileURL(join(dist, file)).href);
+      if (typeof mod[alias] !== "function") throw new Error(`openclaw ${pkg.version}: ${file} exports ${alias}, not the function ${name}`);
+      found[name] = mod[alias];
+    }
+    return { ...found, index: where };
   }
   const routing = () => import(pathToFileURL(join(pkgDir, pkg.exports["./plugin-sdk/routing"].default)).href);
   return { pkgDir, pkg, internals, routing };
