@@ -242,3 +242,46 @@ fn every_fault_of_the_bank_fails_the_property() {
         "not caught in {BUDGET} cases: {missed:?}"
     );
 }
+
+/// Exhaustive exploration (`procroute explore`, issue 21's first cut):
+/// every historical fault is found breadth first within depth 4 of the
+/// default scope, with a counterexample no longer than the stored one
+/// (`spec/vectors/traces/fault-*.json`, found by proptest and shrunk).
+#[test]
+fn exploration_finds_every_historical_fault_no_longer_than_the_stored_one() {
+    use procroute::check::explore::{explore, Scope};
+    let scope = Scope {
+        depth: 4,
+        ..Scope::default()
+    };
+    for fault in Fault::HISTORICAL {
+        let s = explore(&scope, &with(fault), None);
+        let (trace, violations) = s
+            .counterexample
+            .unwrap_or_else(|| panic!("{fault:?}: not found by exploring to depth 4"));
+        let body = |t: &Trace| {
+            t.ops.len() - procroute::check::conform::trace::quiescence(t.threads.len()).len()
+        };
+        let stored = TraceFile::load(&traces::traces_dir().join(format!("{}.json", kebab(fault))))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            body(&trace) <= body(&stored.trace),
+            "{fault:?}: explored counterexample of {} ops, the stored one has {}",
+            body(&trace),
+            body(&stored.trace)
+        );
+        // The same trace passes without the fault: the fault is what fails it.
+        let clean = execute(&trace).expect("runs");
+        assert!(
+            judge(&trace, &clean).is_empty(),
+            "{fault:?}: the clean router fails it too"
+        );
+        println!(
+            "{fault:?}: {} ops, {} states explored, {}: {}",
+            body(&trace),
+            s.explored,
+            violations[0].rule,
+            violations[0].detail
+        );
+    }
+}

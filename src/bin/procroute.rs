@@ -90,6 +90,27 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         max_shrunk: usize,
     },
+    /// Explore every trace of a small scope up to a depth, breadth first,
+    /// on the built-in implementation, judging every reached state (the
+    /// first counterexample is a shortest one).
+    Explore {
+        /// Operations per trace (before the quiescence suffix).
+        #[arg(long, default_value_t = procroute::check::explore::Scope::default().depth)]
+        depth: usize,
+        /// Stop after this many seconds (the summary says how deep it got).
+        #[arg(long)]
+        seconds: Option<u64>,
+        /// Include agents' reads (PROC-10) in the scope.
+        #[arg(long)]
+        reads: bool,
+        /// Test builds only (feature `faults`): explore with one bug of the
+        /// bank switched on.
+        #[arg(long)]
+        fault: Option<String>,
+        /// Write the counterexample, if one is found, here as a trace file.
+        #[arg(long)]
+        save: Option<std::path::PathBuf>,
+    },
     /// Run trace files (stored vectors or saved counterexamples) against a
     /// harness and print each judged timeline.
     Replay {
@@ -162,23 +183,13 @@ fn main() -> ExitCode {
                 }
                 return ExitCode::SUCCESS;
             }
-            #[allow(unused_mut)]
-            let mut config = procroute::gateway::Config::default();
-            if let Some(name) = fault {
-                #[cfg(feature = "faults")]
-                match serde_json::from_value::<procroute::fault::Fault>(serde_json::json!(name)) {
-                    Ok(f) => config.fault = Some(f),
-                    Err(e) => {
-                        eprintln!("procroute harness: --fault {name}: {e}");
-                        return ExitCode::from(2);
-                    }
-                }
-                #[cfg(not(feature = "faults"))]
-                {
-                    eprintln!("procroute harness: --fault {name}: this build has no fault switch");
+            let config = match fault_config(fault) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("procroute harness: {e}");
                     return ExitCode::from(2);
                 }
-            }
+            };
             let stdin = io::stdin();
             match conform::harness::serve_with(stdin.lock(), io::stdout().lock(), config) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -314,6 +325,22 @@ fn main() -> ExitCode {
             save,
             json,
         } => replay(&files, implementation, timeout_ms, validate, save, json),
+        Command::Explore {
+            depth,
+            seconds,
+            reads,
+            fault,
+            save,
+        } => {
+            let config = match fault_config(fault.clone()) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("procroute explore: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            explore(depth, seconds, reads, fault, save, &config)
+        }
         Command::Timeit { rounds } => {
             let mut corpus = String::new();
             if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut corpus) {
@@ -338,6 +365,107 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+/// The built-in gateway's configuration, with `--fault NAME` switched on
+/// (test builds only).
+fn fault_config(fault: Option<String>) -> Result<procroute::gateway::Config, String> {
+    #[allow(unused_mut)]
+    let mut config = procroute::gateway::Config::default();
+    if let Some(name) = fault {
+        #[cfg(feature = "faults")]
+        match serde_json::from_value::<procroute::fault::Fault>(serde_json::json!(name)) {
+            Ok(f) => config.fault = Some(f),
+            Err(e) => return Err(format!("--fault {name}: {e}")),
+        }
+        #[cfg(not(feature = "faults"))]
+        return Err(format!("--fault {name}: this build has no fault switch"));
+    }
+    Ok(config)
+}
+
+/// `procroute explore`: the default scope to `depth`, a summary, and the
+/// shortest counterexample if there is one.
+fn explore(
+    depth: usize,
+    seconds: Option<u64>,
+    reads: bool,
+    fault: Option<String>,
+    save: Option<std::path::PathBuf>,
+    config: &procroute::gateway::Config,
+) -> ExitCode {
+    use procroute::check::explore::{explore, Scope};
+    let scope = Scope {
+        depth,
+        reads,
+        ..Scope::default()
+    };
+    println!(
+        "exploring {} threads ({} interchangeable), {} process ids, watch and notify, adapter down/up, {} restart, {} shutdown, advances {:?} ms{}, to depth {depth}",
+        scope.threads.len(),
+        scope.symmetric.iter().map(Vec::len).sum::<usize>(),
+        scope.processes,
+        scope.restarts,
+        scope.shutdowns,
+        scope.advances,
+        if reads { ", reads" } else { "" },
+    );
+    let deadline = seconds.map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s));
+    let s = explore(&scope, config, deadline);
+    let secs = s.elapsed.as_secs_f64().max(1e-9);
+    println!(
+        "{} states explored, {} distinct, {:.0} states/s, depth {} complete ({:.1} s)",
+        s.explored,
+        s.distinct,
+        s.explored as f64 / secs,
+        s.complete_depth,
+        secs
+    );
+    if let Some((trace, violations)) = &s.counterexample {
+        let result = procroute::check::conform::trace::execute_with(trace, config.clone())
+            .unwrap_or_default();
+        println!(
+            "\ncounterexample ({} ops before quiescence, a shortest one):\n{}",
+            trace.ops.len()
+                - procroute::check::conform::trace::quiescence(trace.threads.len()).len(),
+            conform::render::timeline_text(trace, &result)
+        );
+        for v in violations {
+            println!("  {}: {}", v.rule, v.detail);
+        }
+        if let Some(path) = save {
+            let file = procroute::check::conform::trace::TraceFile {
+                suite_version: procroute::SUITE_VERSION.to_owned(),
+                id: format!("explore/{}", fault.as_deref().unwrap_or("builtin")),
+                rules: Vec::new(),
+                note: "A shortest counterexample found by procroute explore.".into(),
+                found: Some(procroute::check::conform::trace::file::Found {
+                    implementation: fault.as_deref().map_or("procroute (built-in)".into(), |f| {
+                        format!("procroute harness --fault {f}")
+                    }),
+                    rule: violations[0].rule.clone(),
+                    violation: violations[0].detail.clone(),
+                    shrunk_from: None,
+                }),
+                trace: trace.clone(),
+                // What the built-in router, without a fault, reports.
+                expect: procroute::check::conform::trace::file::Expect::observed(
+                    &procroute::check::conform::trace::execute(trace).unwrap_or_default(),
+                ),
+            };
+            if let Err(e) = std::fs::write(&path, file.to_json()) {
+                eprintln!("procroute explore: {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+            println!("saved: {}", path.display());
+        }
+    }
+    println!("{} passed, {} failed", s.judged - s.failed, s.failed);
+    if s.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

@@ -7,12 +7,14 @@
 //!   router);
 //! - [`conform`] — the conformance suite: the trace language, its executor,
 //!   generator and shrinker, the harness protocol and runner, reports;
+//! - [`explore`] — exhaustive small-scope exploration, breadth first;
 //! - [`gen`] — deterministic generators of real and nasty ids;
 //! - [`simfs`] — the simulated disk that crashes at any write;
 //! - [`fuzzing`] — the fuzz target bodies, as plain functions;
 //! - [`soak`] — the load workload; [`timing`] — side-by-side timings.
 
 pub mod conform;
+pub mod explore;
 pub mod fuzzing;
 pub mod gen;
 pub mod model;

@@ -330,9 +330,13 @@ export async function runTrace(api, trace, dmScope = "main") {
         if (found.has(e.id)) continue;
         const id = String(e.contextKey ?? "").replace(/^exec:/, "");
         const quiet = /^Exec completed \([^)]*, code 0\)$/.test(e.text.trim());
+        // The event's delivery context names its target as OpenClaw does
+        // (`telegram:<chat>[:topic:<n>]`, the agent runtime's
+        // currentChannelId): the chat and topic it means.
+        const target = String(e.to ?? "").match(/^(?:telegram:)?(-?\d+)(?::topic:(\d+))?$/);
         deadLetters.push({
           step,
-          destination: destination({ chat_id: e.to, message_thread_id: e.threadId }),
+          destination: destination({ chat_id: target?.[1] ?? e.to, message_thread_id: target?.[2] ?? e.threadId }),
           process: byId.get(id) ?? null,
           kind: "completion",
           text: e.text,
@@ -342,6 +346,28 @@ export async function runTrace(api, trace, dmScope = "main") {
         });
       }
     }
+  };
+
+  // Thread t's message as the Telegram Bot API delivers it (numbers for
+  // ids; a topic of a forum supergroup, a thread of a private chat); the
+  // gateway turns it into OpenClaw's inbound context with OpenClaw's own
+  // Telegram helpers.
+  const inbound = (t, step) => {
+    const o = threads[t];
+    const type = o.chat_type === "dm" ? "private" : o.chat_type === "channel" ? "channel" : "supergroup";
+    const forum = type === "supergroup" && o.thread_id != null;
+    const sender = /^[1-9]\d{0,14}$/.test(o.user_id ?? "") ? Number(o.user_id) : 1000 + t;
+    return {
+      cfg,
+      sessionKey: keys[t],
+      message: {
+        message_id: step + 1,
+        date: 0,
+        chat: { id: Number(o.chat_id), type, ...(forum ? { is_forum: true } : {}) },
+        from: { id: sender, is_bot: false, first_name: "procroute" },
+        ...(o.thread_id != null ? { message_thread_id: Number(o.thread_id), ...(forum ? { is_topic_message: true } : {}) } : {}),
+      },
+    };
   };
 
   // A run still known to the gateway that started it (not lost in a crash).
@@ -362,27 +388,9 @@ export async function runTrace(api, trace, dmScope = "main") {
       const op = trace.ops[step];
       const [kind, arg] = typeof op === "string" ? [op, {}] : Object.entries(op)[0];
       switch (kind) {
-        case "message": {
-          const o = threads[arg.thread];
-          await gw().call("record", {
-            store: cfg.session.store,
-            sessionKey: keys[arg.thread],
-            ctx: {
-              Provider: "telegram",
-              Surface: "telegram",
-              OriginatingChannel: "telegram",
-              OriginatingTo: o.chat_id,
-              To: o.chat_id,
-              From: o.user_id ?? o.chat_id,
-              SenderId: o.user_id ?? o.chat_id,
-              ChatType: o.chat_type === "dm" ? "direct" : o.chat_type,
-              ...(o.thread_id != null ? { MessageThreadId: o.thread_id } : {}),
-              AccountId: "default",
-              SessionKey: keys[arg.thread],
-            },
-          });
+        case "message":
+          await gw().call("record", { store: cfg.session.store, inbound: inbound(arg.thread, step) });
           break;
-        }
         case "turn_start":
           busy.add(keys[arg.thread]);
           break;
@@ -390,7 +398,6 @@ export async function runTrace(api, trace, dmScope = "main") {
           busy.delete(keys[arg.thread]);
           break;
         case "spawn": {
-          const o = threads[arg.thread];
           const fifo = join(work, `fifo${fifoN++}`);
           execFileSync("mkfifo", [fifo]);
           const fd = openSync(fifo, "r+");
@@ -398,13 +405,12 @@ export async function runTrace(api, trace, dmScope = "main") {
             `exec 3<${fifo}; while IFS= read -r l <&3; do case "$l" in ` +
             `__exit__*) exit \${l#__exit__ };; *) printf '%s\\n' "$l";; esac; done`;
           const { id, pid } = await gw().call("spawn", {
+            inbound: inbound(arg.thread, step),
             tool: {
               sessionKey: keys[arg.thread],
               scopeKey: keys[arg.thread],
               agentId: "main",
               messageProvider: "telegram",
-              currentChannelId: o.chat_id,
-              ...(o.thread_id != null ? { currentThreadTs: o.thread_id } : {}),
               accountId: "default",
               notifyOnExit: arg.notify === true,
               host: "gateway",

@@ -38,6 +38,10 @@ const api = await oc.internals([
   "resolveSessionStorePathCore",
   "loadUnfinishedDeliveries",
   "drainPendingDeliveries",
+  "resolveTelegramMessageThreadSpec",
+  "buildTelegramInboundOriginTarget",
+  "buildTelegramGroupFrom",
+  "buildThreadingToolContext",
 ], index);
 const debug = (...a) => {
   if (process.env.PROCROUTE_DEBUG) console.error("[gateway]", ...a);
@@ -60,11 +64,44 @@ const eventView = (e) => ({
   threadId: e.deliveryContext?.threadId ?? null,
 });
 
+// The inbound context of a message in a Telegram chat, as OpenClaw's
+// Telegram ingress builds it from the Bot API's message object (numbers
+// for ids, `telegram:<chat>[:topic:<n>]` targets), and the tool context
+// the agent runtime derives from it (buildThreadingToolContext).
+function telegramInbound({ cfg, message, sessionKey }) {
+  const isGroup = message.chat.type === "group" || message.chat.type === "supergroup";
+  const threadSpec = api.resolveTelegramMessageThreadSpec(message, message.chat.is_forum === true);
+  const originatingTo = api.buildTelegramInboundOriginTarget(message.chat.id, threadSpec);
+  const ctx = {
+    From: isGroup ? api.buildTelegramGroupFrom(message.chat.id, threadSpec) : `telegram:${message.chat.id}`,
+    To: originatingTo,
+    OriginatingChannel: "telegram",
+    OriginatingTo: originatingTo,
+    Provider: "telegram",
+    Surface: "telegram",
+    AccountId: "default",
+    MessageSid: String(message.message_id),
+    SenderId: String(message.from.id),
+    ChatType: isGroup ? "group" : message.chat.type === "channel" ? "channel" : "direct",
+    MessageThreadId: threadSpec.id,
+    SessionKey: sessionKey,
+  };
+  const tool = api.buildThreadingToolContext({ sessionCtx: ctx, config: cfg }) ?? {};
+  const thread = tool.currentThreadTs ?? (ctx.MessageThreadId != null ? String(ctx.MessageThreadId) : undefined);
+  return { ctx, currentChannelId: tool.currentChannelId ?? originatingTo, currentThreadTs: thread };
+}
+
 const methods = {
   // The agent of a thread's session calls the exec tool, built as OpenClaw's
   // agent runtime builds it for a run in that thread.
-  async spawn({ tool, call, command }) {
-    const t = api.createExecTool(tool);
+  async spawn({ tool, call, command, inbound }) {
+    const seen = telegramInbound(inbound);
+    debug("exec tool context", seen.currentChannelId, seen.currentThreadTs);
+    const t = api.createExecTool({
+      ...tool,
+      currentChannelId: seen.currentChannelId,
+      ...(seen.currentThreadTs != null ? { currentThreadTs: seen.currentThreadTs } : {}),
+    });
     const res = await t.execute(call, { command, background: true });
     const id = res?.details?.sessionId;
     if (!id) throw new Error(`exec did not start: ${JSON.stringify(res).slice(0, 300)}`);
@@ -87,11 +124,11 @@ const methods = {
     api.resetSystemEventsForTest();
     return null;
   },
-  async record({ store, sessionKey, ctx }) {
+  async record({ store, inbound }) {
     await api.recordInboundSessionMeta({
       storePath: api.resolveSessionStorePathCore(store, { agentId: "main" }),
-      sessionKey,
-      ctx,
+      sessionKey: inbound.sessionKey,
+      ctx: telegramInbound(inbound).ctx,
     });
     return null;
   },

@@ -35,5 +35,5 @@ procroute="${PROCROUTE:-$root/target/release/procroute}"
 known="${KNOWN_FAILURES-$here/known-failures-$version.txt}"
 known_args=()
 [ -n "$known" ] && [ -f "$known" ] && known_args=(--known-failures "$known")
-exec "$procroute" conform --validate --timeout-ms 60000 --cases "${CASES:-50}" \
+exec "$procroute" conform --validate --timeout-ms 180000 --cases "${CASES:-50}" \
   --impl "$node_bin $here/harness.mjs" "${known_args[@]}" "$@"

@@ -191,6 +191,24 @@ impl Execution {
         &self.result
     }
 
+    /// A hash of everything that decides what this execution does next:
+    /// the gateway (store, registry, delivery queue and log, turns, rate
+    /// limits), the clock, the adapter, the processes' runs and which of
+    /// them ended (exploration deduplicates states by it). What was
+    /// reported so far is not in it.
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        format!("{:?}", self.g).hash(&mut h);
+        self.now.hash(&mut h);
+        self.up.hash(&mut h);
+        self.crashed.hash(&mut h);
+        self.runs.hash(&mut h);
+        self.ended.hash(&mut h);
+        self.sent.hash(&mut h);
+        h.finish()
+    }
+
     /// Executes the next op.
     pub fn step(&mut self, op: &TraceOp) -> Result<(), String> {
         let step = self.step;
