@@ -87,11 +87,25 @@ struct BodyRef<'a> {
     lanes: Vec<(&'a Lane, &'a Entry)>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct SessionStore {
     lanes: HashMap<Lane, Entry, LaneHasher>,
     next_conversation: u64,
     max_lanes: usize,
+}
+
+/// Lanes in order: the map's hasher is seeded at random, and a debug view
+/// (and exploration's state fingerprint, which hashes it) must not depend
+/// on the seed.
+impl fmt::Debug for SessionStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lanes: std::collections::BTreeMap<&Lane, &Entry> = self.lanes.iter().collect();
+        f.debug_struct("SessionStore")
+            .field("lanes", &lanes)
+            .field("next_conversation", &self.next_conversation)
+            .field("max_lanes", &self.max_lanes)
+            .finish()
+    }
 }
 
 impl Default for SessionStore {

@@ -7,9 +7,12 @@
 //   -------------   ----------------------------------------------------------
 //   spawn t p       the agent of t's session calls OpenClaw's exec tool
 //                   (createExecTool, built as the agent runtime builds it for
-//                   a run in thread t: session key, messageProvider
-//                   "telegram", currentChannelId = t's chat, currentThreadTs =
-//                   t's topic) with background: true; notifyOnExit is the
+//                   a run in thread t: session key and process scope,
+//                   messageProvider "telegram", currentChannelId and
+//                   currentThreadTs from the agent runtime's
+//                   buildThreadingToolContext of t's inbound context, e.g.
+//                   `telegram:-1001:topic:7` and `7`) with background:
+//                   true; notifyOnExit is the
 //                   spawn's notify flag. A real shell process runs (OpenClaw's
 //                   process supervisor); its lines come from a FIFO we write.
 //   output p text   we write `text` to the FIFO; we wait until OpenClaw's
@@ -20,9 +23,14 @@
 //                   key with the delivery context captured at spawn.
 //   kill p          SIGKILL to the process from outside (not the agent's own
 //                   process(kill), a manual cancel OpenClaw stays silent on).
-//   message t       an inbound message in thread t: OpenClaw's
-//                   recordInboundSessionMeta updates the session's delivery
-//                   state, as a channel's inbound handler does before a turn.
+//   message t       an inbound message in thread t, as the Telegram Bot API
+//                   delivers it (a message object: numeric chat and topic
+//                   ids, a forum supergroup for a topic); OpenClaw's own
+//                   Telegram helpers make its inbound context
+//                   (resolveTelegramMessageThreadSpec,
+//                   buildTelegramInboundOriginTarget, buildTelegramGroupFrom)
+//                   and recordInboundSessionMeta updates the session's
+//                   delivery state, as the Telegram ingress does.
 //   turn_start t /  t's session has a reply run in flight / no longer: the
 //   turn_end t      heartbeat's busy check (deps.isReplyRunActive,
 //                   listActiveReplyRunSessionKeys) sees it.
