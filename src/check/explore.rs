@@ -7,8 +7,14 @@
 //! States are deduplicated by a fingerprint of the built-in gateway's state
 //! ([`Execution::fingerprint`]) together with what the model still owes
 //! (the oracle's pending notifications of the prefix and the processes it
-//! has running): two prefixes that agree on both have the same futures, so
-//! only the first is expanded. Symmetry is reduced by construction: process
+//! has running): two prefixes that agree on both are taken to have the same
+//! futures, so only the first is expanded. That is an assumption, not a
+//! theorem: what was already reported is not in the fingerprint, so a bug
+//! that depends on the reported history alone (a resend of an old
+//! notification) is found only along the first prefix that reached the
+//! state. Each prefix is executed twice (for its fingerprint, then with
+//! the quiescence suffix for the verdict); at 30,000 states/s that was not
+//! worth sharing an execution. Symmetry is reduced by construction: process
 //! ids are taken in order (`p1` before `p2`), and of a group of
 //! interchangeable threads only those already used and the first unused
 //! one are offered. Breadth first means the first counterexample is a
