@@ -280,6 +280,54 @@ fn hand_broken_reports_are_named() {
     assert!(rules(&v).contains(&"ROUTE-4"), "{v:?}");
 }
 
+/// TEXT-4: the suppressed count on the final line, outside the quoted
+/// output. A report that drops the line fails even when the count's digit
+/// appears elsewhere in the text (in `p1`, in `tok1ofp1`): the weaker
+/// check passed it, and `procroute explore` found that.
+#[test]
+fn text_4_the_count_is_on_the_final_line() {
+    let t = two_topics(vec![
+        spawn(0, "p1", true, false),
+        out("p1", 1, true),
+        out("p1", 2, true),
+        adv(16_000),
+        out("p1", 3, true),
+    ]);
+    let good = execute(&t).expect("runs");
+    assert!(judge(&t, &good).is_empty(), "{:?}", judge(&t, &good));
+    let second = good
+        .deliveries
+        .iter()
+        .position(|d| d.text.contains("tok3ofp1"))
+        .expect("the third chunk is a watch match");
+    let last = good.deliveries[second]
+        .text
+        .trim_end()
+        .rsplit('\n')
+        .next()
+        .unwrap();
+    assert!(
+        last.contains('1'),
+        "the built-in text ends with the count: {last:?}"
+    );
+    let mut r = good.clone();
+    let text = &mut r.deliveries[second].text;
+    let cut = text.trim_end().rfind('\n').expect("more than one line");
+    text.truncate(cut);
+    assert!(
+        text.contains('1'),
+        "the digit is still in the text: {text:?}"
+    );
+    assert_eq!(rules(&judge(&t, &r)), ["TEXT-4"]);
+    // Moved into the quoted output, it is not a report either.
+    let mut r = good.clone();
+    let text = &mut r.deliveries[second].text;
+    let cut = text.trim_end().rfind('\n').expect("more than one line");
+    text.truncate(cut);
+    text.push_str("\n| 1 more suppressed");
+    assert_eq!(rules(&judge(&t, &r)), ["TEXT-4"]);
+}
+
 /// PROC-10: an agent's read of an ended process, from its own thread or
 /// another one, changes nothing: the model still owes the completion at
 /// the same step, the built-in report passes, and a report that drops the

@@ -94,9 +94,16 @@ enum Command {
     /// on the built-in implementation, judging every reached state (the
     /// first counterexample is a shortest one).
     Explore {
-        /// Operations per trace (before the quiescence suffix).
-        #[arg(long, default_value_t = procroute::check::explore::Scope::default().depth)]
-        depth: usize,
+        /// The declared scope: `default` (threads of one chat, restarts,
+        /// outages, shutdown), `data` (two users of a topic, ids with `:`
+        /// differing in case, bursts of output), `limits` (SPEC's numbers:
+        /// both sides of the cooldown, strikes, the retry schedule).
+        #[arg(long, default_value = "default", value_parser = clap::builder::PossibleValuesParser::new(procroute::check::explore::Scope::NAMES))]
+        scope: String,
+        /// Operations per trace, before the quiescence suffix (default:
+        /// the scope's own, 5 for `default`).
+        #[arg(long)]
+        depth: Option<usize>,
         /// Stop after this many seconds (the summary says how deep it got).
         #[arg(long)]
         seconds: Option<u64>,
@@ -110,6 +117,38 @@ enum Command {
         /// Write the counterexample, if one is found, here as a trace file.
         #[arg(long)]
         save: Option<std::path::PathBuf>,
+        /// Explore through a harness command (run with `sh -c`) speaking
+        /// spec/PROTOCOL.md: the scope's distinct traces (on the built-in
+        /// reference, within the harness's declared constraints), level by
+        /// level, judged and reported like `conform`.
+        #[arg(long = "impl", value_name = "CMD")]
+        implementation: Option<String>,
+        /// With `--impl`: harness processes run in parallel (default: the
+        /// available cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// With `--impl`: per-request timeout.
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
+        /// With `--impl`: run shard I of N (`--shard 2/4`) of every level,
+        /// split by a stable hash of the case ids (`explore/<depth>/<n>`).
+        #[arg(long)]
+        shard: Option<String>,
+        /// With `--impl`: run only cases whose id matches (`*` globs).
+        #[arg(long)]
+        only: Vec<String>,
+        /// With `--impl`: skip cases whose id matches (`*` globs).
+        #[arg(long)]
+        skip: Vec<String>,
+        /// With `--impl`: validate every message against the schema.
+        #[arg(long)]
+        validate: bool,
+        /// With `--impl`: go on after the first level with a failure.
+        #[arg(long)]
+        keep_going: bool,
+        /// With `--impl`: the report's format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// Run trace files (stored vectors or saved counterexamples) against a
     /// harness and print each judged timeline.
@@ -326,11 +365,58 @@ fn main() -> ExitCode {
             json,
         } => replay(&files, implementation, timeout_ms, validate, save, json),
         Command::Explore {
+            scope,
             depth,
             seconds,
             reads,
             fault,
             save,
+            implementation: Some(cmd),
+            jobs,
+            timeout_ms,
+            shard,
+            only,
+            skip,
+            validate,
+            keep_going,
+            format,
+        } => {
+            if fault.is_some() {
+                eprintln!("procroute explore: --fault is for the built-in router; with --impl, give the harness its fault (`procroute harness --fault NAME`)");
+                return ExitCode::from(2);
+            }
+            let shard = match shard
+                .as_deref()
+                .map(conform::select::Selection::parse_shard)
+            {
+                Some(Err(e)) => {
+                    eprintln!("procroute explore: {e}");
+                    return ExitCode::from(2);
+                }
+                Some(Ok(s)) => Some(s),
+                None => None,
+            };
+            let over = procroute::check::explore::Over {
+                jobs: jobs.unwrap_or_else(|| {
+                    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+                }),
+                timeout: std::time::Duration::from_millis(timeout_ms),
+                selection: conform::select::Selection { only, skip, shard },
+                validate,
+                keep_going,
+                deadline: seconds
+                    .map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s)),
+            };
+            explore_impl(&cmd, &scope_of(&scope, depth, reads), &over, save, format)
+        }
+        Command::Explore {
+            scope,
+            depth,
+            seconds,
+            reads,
+            fault,
+            save,
+            ..
         } => {
             let config = match fault_config(fault.clone()) {
                 Ok(c) => c,
@@ -339,7 +425,13 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            explore(depth, seconds, reads, fault, save, &config)
+            explore(
+                &scope_of(&scope, depth, reads),
+                seconds,
+                fault,
+                save,
+                &config,
+            )
         }
         Command::Timeit { rounds } => {
             let mut corpus = String::new();
@@ -385,34 +477,128 @@ fn fault_config(fault: Option<String>) -> Result<procroute::gateway::Config, Str
     Ok(config)
 }
 
+/// The declared scope `name` (checked by clap), at `depth` if given.
+fn scope_of(name: &str, depth: Option<usize>, reads: bool) -> procroute::check::explore::Scope {
+    let mut scope = procroute::check::explore::Scope::named(name).unwrap_or_default();
+    if let Some(d) = depth {
+        scope.depth = d;
+    }
+    scope.reads |= reads;
+    scope
+}
+
+/// `procroute explore --impl CMD`: the default scope's distinct traces to
+/// `depth` through a harness, reported like `conform`.
+fn explore_impl(
+    cmd: &str,
+    scope: &procroute::check::explore::Scope,
+    over: &procroute::check::explore::Over,
+    save: Option<std::path::PathBuf>,
+    format: Format,
+) -> ExitCode {
+    use procroute::check::explore::explore_over;
+    let args = vec!["-c".to_owned(), cmd.to_owned()];
+    let (report, started, s) = match explore_over("sh", &args, scope, over) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("procroute explore: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let who = format!(
+        "{} {} ({}) over protocol v{}",
+        started.implementation.name,
+        started.implementation.version,
+        started.implementation.language,
+        started.protocol,
+    );
+    let secs = s.elapsed.as_secs_f64().max(1e-9);
+    let summary = format!(
+        "explored {} on the reference: {} states, {} distinct (depth {} complete); sent {} traces of {} level(s) to {} harness process(es){}, {:.0} traces/s ({:.1} s)",
+        scope.describe(),
+        s.enumerated.explored,
+        s.enumerated.distinct,
+        s.enumerated.complete_depth,
+        s.sent,
+        s.levels_run,
+        over.jobs.max(1),
+        over.selection
+            .shard
+            .map_or(String::new(), |(i, n)| format!(" (shard {i}/{n})")),
+        s.sent as f64 / secs,
+        secs,
+    );
+    let text = match format {
+        Format::Text => format!(
+            "{}\n{summary}\n",
+            report
+                .render_text(&who)
+                .replacen("procroute conform", "procroute explore", 1)
+        ),
+        Format::Markdown => format!(
+            "{}\n{summary}\n",
+            report
+                .render_markdown(&who)
+                .replacen("procroute conform", "procroute explore", 1)
+        ),
+        Format::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
+    };
+    let _ = io::stdout().write_all(text.as_bytes());
+    if let (Some(path), Some((case, result, violations))) = (save, &s.first) {
+        let file = procroute::check::conform::trace::TraceFile {
+            suite_version: procroute::SUITE_VERSION.to_owned(),
+            id: case.id.clone(),
+            rules: Vec::new(),
+            note: format!(
+                "A shortest counterexample found by procroute explore --impl (depth {}).",
+                case.depth
+            ),
+            found: Some(procroute::check::conform::trace::file::Found {
+                implementation: format!(
+                    "{} {}",
+                    started.implementation.name, started.implementation.version
+                ),
+                rule: violations[0].rule.clone(),
+                violation: violations[0].detail.clone(),
+                shrunk_from: None,
+            }),
+            trace: case.trace.clone(),
+            expect: procroute::check::conform::trace::file::Expect::observed(
+                &procroute::check::conform::trace::execute(&case.trace).unwrap_or_default(),
+            ),
+        };
+        let _ = result;
+        if let Err(e) = std::fs::write(&path, file.to_json()) {
+            eprintln!("procroute explore: {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+        eprintln!(
+            "saved: {} (replay: procroute replay {} --impl '{}')",
+            path.display(),
+            path.display(),
+            cmd.replace('\'', "'\\''")
+        );
+    }
+    if report.unexpected() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 /// `procroute explore`: the default scope to `depth`, a summary, and the
 /// shortest counterexample if there is one.
 fn explore(
-    depth: usize,
+    scope: &procroute::check::explore::Scope,
     seconds: Option<u64>,
-    reads: bool,
     fault: Option<String>,
     save: Option<std::path::PathBuf>,
     config: &procroute::gateway::Config,
 ) -> ExitCode {
-    use procroute::check::explore::{explore, Scope};
-    let scope = Scope {
-        depth,
-        reads,
-        ..Scope::default()
-    };
-    println!(
-        "exploring {} threads ({} interchangeable), {} process ids, watch and notify, adapter down/up, {} restart, {} shutdown, advances {:?} ms{}, to depth {depth}",
-        scope.threads.len(),
-        scope.symmetric.iter().map(Vec::len).sum::<usize>(),
-        scope.processes,
-        scope.restarts,
-        scope.shutdowns,
-        scope.advances,
-        if reads { ", reads" } else { "" },
-    );
+    use procroute::check::explore::explore;
+    println!("exploring {}", scope.describe());
     let deadline = seconds.map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s));
-    let s = explore(&scope, config, deadline);
+    let s = explore(scope, config, deadline);
     let secs = s.elapsed.as_secs_f64().max(1e-9);
     println!(
         "{} states explored, {} distinct, {:.0} states/s, depth {} complete ({:.1} s)",

@@ -2,23 +2,28 @@
 //! a declared scope up to a depth, breadth first, each reached state judged
 //! by the one judge — the trace so far, followed by the quiescence suffix
 //! (every turn ends, the adapter comes up, time passes), so invariants are
-//! checked at every step and liveness at quiescence.
+//! checked at every step and liveness at quiescence. In-process on the
+//! built-in router ([`explore`]), or through any harness speaking the
+//! protocol ([`explore_over`]: the reference's distinct states, level by
+//! level, on parallel harness processes, reported like `conform`).
 //!
-//! States are deduplicated by a fingerprint of the built-in gateway's state
-//! ([`Execution::fingerprint`]) together with what the model still owes
-//! (the oracle's pending notifications of the prefix and the processes it
-//! has running): two prefixes that agree on both are taken to have the same
-//! futures, so only the first is expanded. That is an assumption, not a
-//! theorem: what was already reported is not in the fingerprint, so a bug
-//! that depends on the reported history alone (a resend of an old
-//! notification) is found only along the first prefix that reached the
-//! state. Each prefix is executed twice (for its fingerprint, then with
-//! the quiescence suffix for the verdict); at 30,000 states/s that was not
-//! worth sharing an execution. Symmetry is reduced by construction: process
-//! ids are taken in order (`p1` before `p2`), and of a group of
-//! interchangeable threads only those already used and the first unused
-//! one are offered. Breadth first means the first counterexample is a
-//! shortest one.
+//! States are deduplicated by a hash of the router's state
+//! ([`Execution::fingerprint`]) and the model's (every notification the
+//! oracle predicts for the prefix, with its fate), plus what neither
+//! holds but an implementation may: the reads so far and how each run
+//! ended (a kill and an exit whose completions were delivered leave both
+//! in the same state). Two prefixes that agree on all of it are taken to
+//! have the same futures, so only the first is expanded. That is an
+//! assumption, not a theorem: what the *implementation* reported so far
+//! is not in the hash (over the protocol its state is not visible at
+//! all), so a bug that depends on reported history alone is found only
+//! along the first prefix that reached the state. Each prefix is executed
+//! twice (for its fingerprint, then with the quiescence suffix for the
+//! verdict); at 30,000 states/s that was not worth sharing an execution.
+//! Symmetry is reduced by construction: process ids are taken in order
+//! (`p1` before `p2`), and of a group of interchangeable threads only
+//! those already used and the first unused one are offered. Breadth first
+//! means the first counterexample is a shortest one.
 //!
 //! Why not the `stateright` crate: its checkers keep states and compare
 //! them by `Hash`/`Eq` of the state type, and properties are predicates of
@@ -29,19 +34,62 @@
 //! here, and the crate adds an Explorer web server and its dependencies to
 //! the checking kit for none of that (ARCHITECTURE.md).
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::check::conform::trace::{quiescence, Execution, Trace, TraceOp};
-use crate::check::model::judge::{judge, Violation};
-use crate::check::model::oracle::{predict, Fate};
+use crate::check::conform::constraint::Constraints;
+use crate::check::conform::protocol::Started;
+use crate::check::conform::report::{Declared, Report};
+use crate::check::conform::runner::{failure_detail, run_trace_case, Harness, NoResult};
+use crate::check::conform::schema::Schema;
+use crate::check::conform::select::Selection;
+use crate::check::conform::trace::{quiescence, Execution, Trace, TraceOp, TraceResult};
+use crate::check::conform::Outcome;
+use crate::check::model::judge::{exercised, judge, Violation, JUDGED};
+use crate::check::model::oracle::predict;
 use crate::gateway::Config;
 use crate::origin::RawOrigin;
+
+/// An output chunk the scope offers to a running process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunk {
+    /// One line that matches `MATCH`.
+    Line,
+    /// A chunk at the limits of PROC-3 and PROC-7: a line without the
+    /// pattern, then 24 matching lines (more than the excerpt's 20) with a
+    /// control and a bidi character (TEXT-2), over 2,000 characters in all
+    /// (more than the excerpt and the completion's tail keep).
+    Burst,
+}
+
+impl Chunk {
+    fn text(self, n: usize, p: &str) -> String {
+        match self {
+            Chunk::Line => format!("tok{n}of{p} MATCH\n"),
+            // Each line its own token (`tok<n>00of…`, `tok<n>01of…`), so
+            // the judge can tell which lines an excerpt or a tail shows.
+            Chunk::Burst => {
+                let mut t = format!("tok{n}00of{p} starting\n");
+                for k in 1..=24 {
+                    t.push_str(&format!(
+                        "tok{n}{k:02}of{p} MATCH \u{7}\u{202e}{}\n",
+                        "x".repeat(72)
+                    ));
+                }
+                t
+            }
+        }
+    }
+}
 
 /// What is explored: the threads, how many process ids, the trace features
 /// and how often the rare ones may occur, and the depth.
 #[derive(Debug, Clone)]
 pub struct Scope {
+    /// The scope's name (`procroute explore --scope NAME`).
+    pub name: &'static str,
     pub threads: Vec<RawOrigin>,
     /// Groups of interchangeable threads (indices into `threads`).
     pub symmetric: Vec<Vec<usize>>,
@@ -49,6 +97,11 @@ pub struct Scope {
     pub processes: usize,
     /// Spawn variants: notify on exit, and watch for `MATCH` without notify.
     pub watch: bool,
+    /// Spawn variant: neither watch nor notify (a dev server nobody asked
+    /// to hear from: INV-7 says it never notifies).
+    pub plain: bool,
+    /// Output chunks offered to every running process.
+    pub chunks: Vec<Chunk>,
     /// Agents' reads (PROC-10).
     pub reads: bool,
     /// Clock steps offered at every state.
@@ -59,34 +112,124 @@ pub struct Scope {
     pub depth: usize,
 }
 
+fn telegram(chat_type: &str, chat: &str, topic: Option<&str>, user: &str) -> RawOrigin {
+    RawOrigin {
+        platform: "telegram".into(),
+        chat_type: chat_type.into(),
+        chat_id: chat.into(),
+        thread_id: topic.map(str::to_owned),
+        user_id: Some(user.into()),
+        user_name: None,
+    }
+}
+
 impl Default for Scope {
-    /// Three threads of which two are topics of one chat, two process ids,
-    /// watch and notify-on-exit, adapter down/up, one restart, one
-    /// shutdown, three clock steps (a second, a cooldown, a retry cap).
+    /// Structure: three threads of which two are topics of one chat, two
+    /// process ids, spawns that watch, notify on exit or neither, adapter
+    /// down/up, one restart, one shutdown, three clock steps (a second, a
+    /// cooldown, a retry cap).
     fn default() -> Scope {
-        let thread = |chat_type: &str, chat: &str, topic: Option<&str>| RawOrigin {
-            platform: "telegram".into(),
-            chat_type: chat_type.into(),
-            chat_id: chat.into(),
-            thread_id: topic.map(str::to_owned),
-            user_id: Some("42".into()),
-            user_name: None,
-        };
         Scope {
+            name: "default",
             threads: vec![
-                thread("group", "-1001", Some("1")),
-                thread("group", "-1001", Some("2")),
-                thread("dm", "42", None),
+                telegram("group", "-1001", Some("1"), "42"),
+                telegram("group", "-1001", Some("2"), "42"),
+                telegram("dm", "42", None, "42"),
             ],
             symmetric: vec![vec![0, 1]],
             processes: 2,
             watch: true,
+            plain: true,
+            chunks: vec![Chunk::Line],
             reads: false,
             advances: vec![1_000, 16_000, 61_000],
             restarts: 1,
             shutdowns: 1,
             depth: 5,
         }
+    }
+}
+
+impl Scope {
+    /// The declared scopes, by name (`default`, `data`, `limits`).
+    pub const NAMES: [&'static str; 3] = ["default", "data", "limits"];
+
+    /// A declared scope by name.
+    ///
+    /// - `default`: the structure of routing (threads of one chat,
+    ///   restarts, outages, shutdown), [`Scope::default`].
+    /// - `data`: what ids and output hold — two users of one topic (one
+    ///   shared lane), two users of a Matrix room (a lane each, one
+    ///   destination), a second room whose id differs only in case (ids
+    ///   with `:`), and bursts of output at the excerpt and tail limits;
+    ///   one shutdown, no restart; depth 4.
+    /// - `limits`: SPEC's numbers — one topic, one process id, clock steps
+    ///   at both sides of the 15 s cooldown (14,999 and 15,000 ms) and one
+    ///   past every retry's backoff (61 s), adapter down/up; depth 8 (two
+    ///   strikes, six failed attempts).
+    pub fn named(name: &str) -> Option<Scope> {
+        let matrix = |room: &str, user: &str| RawOrigin {
+            platform: "matrix".into(),
+            chat_type: "group".into(),
+            chat_id: room.into(),
+            thread_id: None,
+            user_id: Some(user.into()),
+            user_name: None,
+        };
+        match name {
+            "default" => Some(Scope::default()),
+            "data" => Some(Scope {
+                name: "data",
+                threads: vec![
+                    telegram("group", "-1001", Some("1"), "42"),
+                    telegram("group", "-1001", Some("1"), "43"),
+                    matrix("!Room:example.org", "@ann:example.org"),
+                    matrix("!Room:example.org", "@bob:example.org"),
+                    matrix("!room:example.org", "@ann:example.org"),
+                ],
+                symmetric: Vec::new(),
+                chunks: vec![Chunk::Line, Chunk::Burst],
+                advances: vec![16_000, 61_000],
+                restarts: 0,
+                depth: 4,
+                ..Scope::default()
+            }),
+            "limits" => Some(Scope {
+                name: "limits",
+                threads: vec![telegram("group", "-1001", Some("1"), "42")],
+                symmetric: Vec::new(),
+                advances: vec![14_999, 15_000, 61_000],
+                processes: 1,
+                plain: false,
+                restarts: 0,
+                shutdowns: 0,
+                depth: 8,
+                ..Scope::default()
+            }),
+            _ => None,
+        }
+    }
+
+    /// One line for a report: what the scope holds.
+    pub fn describe(&self) -> String {
+        format!(
+            "scope {}: {} threads{}, {} process ids, spawns {}notify-on-exit{}, {:?} output, adapter down/up, {} restart, {} shutdown, advances {:?} ms{}, to depth {}",
+            self.name,
+            self.threads.len(),
+            match self.symmetric.iter().map(Vec::len).sum::<usize>() {
+                0 => String::new(),
+                n => format!(" ({n} interchangeable)"),
+            },
+            self.processes,
+            if self.watch { "with a watch, " } else { "" },
+            if self.plain { ", neither" } else { "" },
+            self.chunks,
+            self.restarts,
+            self.shutdowns,
+            self.advances,
+            if self.reads { ", reads" } else { "" },
+            self.depth,
+        )
     }
 }
 
@@ -120,6 +263,15 @@ struct Shape {
     restarts: usize,
     shutdowns: usize,
     outputs: usize,
+    /// Reads so far: the process and whether it had ended. A read changes
+    /// nothing in the reference (PROC-10), so without this a prefix with a
+    /// read would always be a duplicate and reads would never be explored.
+    reads: BTreeSet<(String, bool)>,
+    /// How each run ended, in order (`true`: killed). An exit and a kill
+    /// whose completions were both delivered at once leave the reference
+    /// in the same state; an implementation that loses one kind of ending
+    /// differs only there (the template's `kill-silent`).
+    endings: Vec<(String, bool)>,
 }
 
 fn shape(ops: &[TraceOp]) -> Shape {
@@ -143,8 +295,11 @@ fn shape(ops: &[TraceOp]) -> Shape {
                 s.running.insert(process.clone());
             }
             TraceOp::Output { .. } => s.outputs += 1,
-            TraceOp::Exit { process, .. } | TraceOp::Kill { process } => {
-                s.running.remove(process);
+            TraceOp::Exit { process, .. } | TraceOp::Kill { process }
+                if s.running.remove(process) =>
+            {
+                s.endings
+                    .push((process.clone(), matches!(op, TraceOp::Kill { .. })));
             }
             TraceOp::Adapter { up } => s.down = !up,
             TraceOp::Restart { survive } => {
@@ -155,6 +310,10 @@ fn shape(ops: &[TraceOp]) -> Shape {
                 }
             }
             TraceOp::Shutdown => s.shutdowns += 1,
+            TraceOp::Read { process, .. } => {
+                let ended = !s.running.contains(process);
+                s.reads.insert((process.clone(), ended));
+            }
             _ => {}
         }
     }
@@ -204,13 +363,23 @@ fn actions(scope: &Scope, ops: &[TraceOp]) -> Vec<TraceOp> {
                     notify: false,
                 });
             }
+            if scope.plain {
+                out.push(TraceOp::Spawn {
+                    thread: t,
+                    process: process.clone(),
+                    watch: Vec::new(),
+                    notify: false,
+                });
+            }
         }
     }
     for p in &s.running {
-        out.push(TraceOp::Output {
-            process: p.clone(),
-            text: format!("tok{}of{p} MATCH\n", s.outputs + 1),
-        });
+        for chunk in &scope.chunks {
+            out.push(TraceOp::Output {
+                process: p.clone(),
+                text: chunk.text(s.outputs + 1, p),
+            });
+        }
         out.push(TraceOp::Exit {
             process: p.clone(),
             code: 0,
@@ -255,14 +424,22 @@ fn state(scope: &Scope, config: &Config, ops: &[TraceOp]) -> Option<u64> {
     }
     let mut h = std::collections::hash_map::DefaultHasher::new();
     x.fingerprint().hash(&mut h);
-    let owed: BTreeSet<String> = predict(&trace, &BTreeSet::new())
+    // The model's state: every notification it predicts so far, in order,
+    // with its fate (delivered, dead-lettered, still owed), not its steps.
+    // Pending ones alone are not enough: a gateway that dropped a match
+    // the model delivered reaches the same gateway state as one that
+    // never saw the match, and the first prefix to reach it would hide
+    // the other (a cooldown at its exact boundary was).
+    let model: Vec<String> = predict(&trace, &BTreeSet::new())
         .items
         .iter()
-        .filter(|e| e.fate == Fate::Pending)
-        .map(|e| format!("{:?} {:?} {:?}", e.kind, e.process, e.place))
+        .map(|e| format!("{:?} {:?} {:?} {:?}", e.kind, e.process, e.place, e.fate))
         .collect();
-    owed.hash(&mut h);
-    shape(ops).running.hash(&mut h);
+    model.hash(&mut h);
+    let s = shape(ops);
+    s.running.hash(&mut h);
+    s.reads.hash(&mut h);
+    s.endings.hash(&mut h);
     Some(h.finish())
 }
 
@@ -278,62 +455,367 @@ fn verdict(scope: &Scope, config: &Config, ops: &[TraceOp]) -> Result<Vec<Violat
     Ok(judge(&trace, &result))
 }
 
-/// Explores `scope` on the built-in implementation configured by `config`
-/// (a fault switched on, in test builds), breadth first, until the depth
-/// is done, the deadline passes, or a counterexample is found.
-pub fn explore(scope: &Scope, config: &Config, deadline: Option<Instant>) -> Summary {
+/// Breadth-first search of `scope` with `config`, offering only the ops
+/// `offered` admits. Each level's distinct states (their prefixes, in
+/// breadth-first order) go to `level` once the level is complete; it
+/// returns whether to go on. Returns the counters (`judged`, `failed` and
+/// `counterexample` are the caller's).
+fn search(
+    scope: &Scope,
+    config: &Config,
+    offered: impl Fn(&TraceOp) -> bool,
+    deadline: Option<Instant>,
+    mut level: impl FnMut(usize, &[Vec<TraceOp>]) -> bool,
+) -> Summary {
     let start = Instant::now();
     let mut summary = Summary::default();
     let mut seen: HashSet<u64> = HashSet::new();
-    let mut level: VecDeque<Vec<TraceOp>> = VecDeque::from([Vec::new()]);
+    let mut current: Vec<Vec<TraceOp>> = vec![Vec::new()];
     if let Some(s) = state(scope, config, &[]) {
         seen.insert(s);
         summary.distinct = 1;
     }
+    let late = || deadline.is_some_and(|d| Instant::now() >= d);
     for depth in 1..=scope.depth {
-        let mut next = VecDeque::new();
-        while let Some(prefix) = level.pop_front() {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+        let mut next = Vec::new();
+        for prefix in &current {
+            if late() {
                 summary.elapsed = start.elapsed();
                 return summary;
             }
-            for op in actions(scope, &prefix) {
+            for op in actions(scope, prefix) {
+                if !offered(&op) {
+                    continue;
+                }
                 let mut ops = prefix.clone();
                 ops.push(op);
                 summary.explored += 1;
                 let Some(s) = state(scope, config, &ops) else {
                     continue;
                 };
-                if !seen.insert(s) {
-                    continue;
+                if seen.insert(s) {
+                    summary.distinct += 1;
+                    next.push(ops);
                 }
-                summary.distinct += 1;
-                summary.judged += 1;
-                // A trace the built-in implementation refuses (none in the
-                // default scope) is not judged.
-                let Ok(violations) = verdict(scope, config, &ops) else {
-                    continue;
-                };
-                if !violations.is_empty() {
-                    summary.failed += 1;
-                    let mut all = ops.clone();
-                    all.extend(quiescence(scope.threads.len()));
-                    summary.counterexample = Some((
-                        Trace {
-                            threads: scope.threads.clone(),
-                            ops: all,
-                        },
-                        violations,
-                    ));
-                    summary.elapsed = start.elapsed();
-                    return summary;
-                }
-                next.push_back(ops);
             }
         }
+        let go_on = level(depth, &next);
+        summary.elapsed = start.elapsed();
+        if !go_on || late() {
+            return summary;
+        }
         summary.complete_depth = depth;
-        level = next;
+        current = next;
+    }
+    summary
+}
+
+/// Explores `scope` on the built-in implementation configured by `config`
+/// (a fault switched on, in test builds), breadth first, until the depth
+/// is done, the deadline passes, or a counterexample is found.
+pub fn explore(scope: &Scope, config: &Config, deadline: Option<Instant>) -> Summary {
+    let mut judged = 0;
+    let mut found = None;
+    let mut summary = search(
+        scope,
+        config,
+        |_| true,
+        deadline,
+        |_, states| {
+            for ops in states {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return false;
+                }
+                judged += 1;
+                // A trace the built-in implementation refuses (none in the
+                // default scope) is not judged.
+                let Ok(violations) = verdict(scope, config, ops) else {
+                    continue;
+                };
+                if violations.is_empty() {
+                    continue;
+                }
+                let mut all = ops.clone();
+                all.extend(quiescence(scope.threads.len()));
+                found = Some((
+                    Trace {
+                        threads: scope.threads.clone(),
+                        ops: all,
+                    },
+                    violations,
+                ));
+                return false;
+            }
+            true
+        },
+    );
+    summary.judged = judged;
+    summary.failed = u64::from(found.is_some());
+    summary.counterexample = found;
+    summary
+}
+
+/// One trace of an exploration over the protocol: the prefix that first
+/// reached a distinct state, followed by the quiescence suffix.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// `explore/<depth>/<n>`: the n-th distinct state (from 0) reached at
+    /// that depth, in breadth-first order. Stable for a given scope and
+    /// suite version, whatever the selection or the shard.
+    pub id: String,
+    pub depth: usize,
+    pub trace: Trace,
+}
+
+/// The scope's canonical distinct traces, level by level (`level` gets
+/// each complete level and returns whether to go on): every distinct
+/// state of the built-in reference (without faults) reached by ops the
+/// harness does not refuse (its declared constraints, P-12), the scope's
+/// threads repaired to what the harness accepts.
+///
+/// Why the reference's states: a foreign implementation's state is not
+/// visible over the protocol. Two prefixes that take the reference to the
+/// same state are sent once; an implementation that distinguishes them
+/// is checked on the first only (the assumption of [`explore`]'s dedup).
+pub fn enumerate(
+    scope: &Scope,
+    limits: &Constraints,
+    deadline: Option<Instant>,
+    mut level: impl FnMut(&[Case]) -> bool,
+) -> Summary {
+    let mut scope = scope.clone();
+    for t in &mut scope.threads {
+        *t = limits.repair(t);
+    }
+    let threads = scope.threads.clone();
+    search(
+        &scope,
+        &Config::default(),
+        |op| limits.refuses_op(op).is_none(),
+        deadline,
+        |depth, states| {
+            let cases: Vec<Case> = states
+                .iter()
+                .enumerate()
+                .map(|(n, ops)| {
+                    let mut all = ops.clone();
+                    all.extend(quiescence(threads.len()));
+                    Case {
+                        id: format!("explore/{depth}/{n}"),
+                        depth,
+                        trace: Trace {
+                            threads: threads.clone(),
+                            ops: all,
+                        },
+                    }
+                })
+                .collect();
+            level(&cases)
+        },
+    )
+}
+
+/// How an exploration over the protocol runs (`procroute explore --impl`).
+#[derive(Debug, Clone)]
+pub struct Over {
+    /// Harness processes run in parallel (each gets whole traces).
+    pub jobs: usize,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Which case ids run here (`--only`, `--skip`, `--shard I/N`).
+    pub selection: Selection,
+    /// Validate every message against the protocol schema.
+    pub validate: bool,
+    /// Run the levels after the first one with a failure (by default the
+    /// run stops there: that level's failures are the shortest ones).
+    pub keep_going: bool,
+    /// Stop enumerating (and sending) at this instant.
+    pub deadline: Option<Instant>,
+}
+
+/// What an exploration over the protocol did, beside its report.
+#[derive(Debug, Clone, Default)]
+pub struct OverSummary {
+    /// The enumeration on the reference (states explored, distinct).
+    pub enumerated: Summary,
+    /// Traces sent to the harness, and the deepest level sent in full.
+    pub sent: u64,
+    pub levels_run: usize,
+    pub elapsed: Duration,
+    /// The first failing case (breadth first: a shortest one), with what
+    /// the harness reported and the judge's violations.
+    pub first: Option<(Case, TraceResult, Vec<Violation>)>,
+}
+
+/// Runs `cases` on the harnesses in parallel (each worker takes the next
+/// unclaimed case); results in the order of `cases`. A harness that errs
+/// is restarted; one that cannot be restarted leaves its worker's later
+/// cases to the others.
+fn run_parallel(
+    harnesses: &mut [Harness],
+    cases: &[&Case],
+    timeout: Duration,
+    seq: &AtomicU64,
+) -> Vec<Result<TraceResult, String>> {
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<Result<TraceResult, String>>>> =
+        cases.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for h in harnesses.iter_mut() {
+            let (next, slots) = (&next, &slots);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(case) = cases.get(i) else { return };
+                let n = seq.fetch_add(1, Ordering::Relaxed);
+                let r = match run_trace_case(h, n, &case.trace, timeout) {
+                    Ok(r) => Ok(r),
+                    Err(NoResult::Skipped(why)) => Err(format!("skipped: {why}")),
+                    Err(NoResult::Errored(e)) => {
+                        let restarted = h.restart(timeout);
+                        let e = Err(format!("errored: {e}"));
+                        if let Ok(mut slot) = slots[i].lock() {
+                            *slot = Some(e);
+                        }
+                        if restarted.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                };
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err("errored: no harness left to run it".into()))
+        })
+        .collect()
+}
+
+/// Explores `scope` through a harness speaking the protocol: the scope's
+/// canonical distinct traces ([`enumerate`], within the constraints the
+/// harness declares), level by level, each run by one of `over.jobs`
+/// harness processes and judged by the one judge. By default the run
+/// stops after the first level with a failure, so every failure reported
+/// is a shortest one. One case per trace, reported like `conform`.
+pub fn explore_over(
+    program: &str,
+    args: &[String],
+    scope: &Scope,
+    over: &Over,
+) -> Result<(Report, Started, OverSummary), String> {
+    let start = Instant::now();
+    let spawn = || -> Result<(Harness, Started), String> {
+        let mut h = Harness::spawn(program, args)?;
+        if over.validate {
+            h.schema = Some(std::sync::Arc::new(Schema::protocol()));
+        }
+        let started = h.start(over.timeout)?;
+        Ok((h, started))
+    };
+    let (first, started) = spawn()?;
+    let limits = started.validate()?;
+    let mut summary = OverSummary::default();
+    let mut outcomes = Vec::new();
+    if !started.operations.iter().any(|o| o == "trace") {
+        let why = started
+            .unsupported
+            .get("trace")
+            .cloned()
+            .unwrap_or_else(|| "operation trace not supported".into());
+        first.stop();
+        outcomes.push(Outcome::skip("explore/*", JUDGED, why));
+        let mut report = Report::new(crate::SUITE_VERSION.to_owned(), outcomes);
+        report.declared = Declared::of(&started);
+        return Ok((report, started, summary));
+    }
+    let mut harnesses = vec![first];
+    let mut spawn_error = None;
+    while harnesses.len() < over.jobs.max(1) {
+        match spawn() {
+            Ok((h, _)) => harnesses.push(h),
+            Err(e) => {
+                spawn_error = Some(e);
+                break;
+            }
+        }
+    }
+    if let Some(e) = spawn_error {
+        for h in harnesses {
+            h.stop();
+        }
+        return Err(e);
+    }
+    let seq = AtomicU64::new(1);
+    let mut shallower_passed = true;
+    summary.enumerated = enumerate(scope, &limits, over.deadline, |level| {
+        let chosen: Vec<&Case> = level
+            .iter()
+            .filter(|c| over.selection.wants(&c.id))
+            .collect();
+        let results = run_parallel(&mut harnesses, &chosen, over.timeout, &seq);
+        summary.sent += chosen.len() as u64;
+        summary.levels_run += 1;
+        let mut failed_here = false;
+        for (case, result) in chosen.iter().zip(results) {
+            let exercised = exercised(&case.trace);
+            let cited: Vec<&str> = JUDGED
+                .iter()
+                .copied()
+                .filter(|r| exercised.contains(r))
+                .collect();
+            let result = match result {
+                Ok(r) => r,
+                Err(e) => {
+                    outcomes.push(match e.strip_prefix("skipped: ") {
+                        Some(why) => Outcome::skip(&case.id, &cited, why.to_owned()),
+                        None => Outcome::errored(&case.id, &cited, e),
+                    });
+                    continue;
+                }
+            };
+            let violations = judge(&case.trace, &result);
+            let Some(head) = violations.first() else {
+                outcomes.push(Outcome::pass(&case.id, &cited));
+                continue;
+            };
+            failed_here = true;
+            let note = format!(
+                "found at depth {} of a breadth-first exploration{}",
+                case.depth,
+                if shallower_passed && over.selection.shard.is_none() {
+                    " (every trace of the scope with fewer ops passed)"
+                } else {
+                    ""
+                }
+            );
+            let detail = failure_detail(&violations, &case.trace, &result, &note);
+            outcomes.push(Outcome::check(
+                &case.id,
+                &[head.rule.as_str()],
+                Some(detail),
+            ));
+            if summary.first.is_none() {
+                summary.first = Some(((*case).clone(), result, violations));
+            }
+        }
+        if failed_here {
+            shallower_passed = false;
+        }
+        !failed_here || over.keep_going
+    });
+    for h in harnesses {
+        h.stop();
     }
     summary.elapsed = start.elapsed();
-    summary
+    let mut report = Report::new(crate::SUITE_VERSION.to_owned(), outcomes);
+    report.declared = Declared::of(&started);
+    Ok((report, started, summary))
 }

@@ -337,14 +337,14 @@ impl Coverage {
 }
 
 /// Why a trace case produced no result.
-enum NoResult {
+pub(crate) enum NoResult {
     /// The harness declared this trace unexpressible (P-6), with its reason.
     Skipped(String),
     /// A protocol failure or an errored reply.
     Errored(String),
 }
 
-fn run_trace_case(
+pub(crate) fn run_trace_case(
     h: &mut Harness,
     seq: u64,
     trace: &super::trace::Trace,
