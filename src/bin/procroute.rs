@@ -146,7 +146,8 @@ enum Command {
         /// With `--impl`: go on after the first level with a failure.
         #[arg(long)]
         keep_going: bool,
-        /// With `--impl`: the report's format.
+        /// The report's format (without `--impl`: one case for the whole
+        /// exploration, `explore/<scope>`; the summary goes to stderr).
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -171,9 +172,13 @@ enum Command {
         /// directory; the path is printed.
         #[arg(long, value_name = "DIR", num_args = 0..=1)]
         save: Option<Option<std::path::PathBuf>>,
-        /// Print the reports as JSON instead of text.
+        /// Print the reports as JSON instead of text (`--format json`).
         #[arg(long)]
         json: bool,
+        /// `text` (timelines), `json` (the judged reports) or `junit` (one
+        /// testcase per file).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// Serve the harness protocol on stdin/stdout with the built-in
     /// implementation.
@@ -204,11 +209,13 @@ enum Command {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     Text,
     Json,
     Markdown,
+    /// JUnit XML, one testcase per case id (CI dashboards).
+    Junit,
 }
 
 fn main() -> ExitCode {
@@ -344,6 +351,9 @@ fn main() -> ExitCode {
                 Format::Text => report.render_text(&who),
                 Format::Markdown => report.render_markdown(&who),
                 Format::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
+                Format::Junit => {
+                    conform::junit::render("procroute conform", &who, &report.outcomes)
+                }
             };
             // A closed pipe (`| head`) is not an error worth a panic.
             let _ = io::stdout().write_all(text.as_bytes());
@@ -363,7 +373,15 @@ fn main() -> ExitCode {
             validate,
             save,
             json,
-        } => replay(&files, implementation, timeout_ms, validate, save, json),
+            format,
+        } => {
+            let format = if json { Format::Json } else { format };
+            if format == Format::Markdown {
+                eprintln!("procroute replay: --format markdown: use text, json or junit");
+                return ExitCode::from(2);
+            }
+            replay(&files, implementation, timeout_ms, validate, save, format)
+        }
         Command::Explore {
             scope,
             depth,
@@ -416,6 +434,7 @@ fn main() -> ExitCode {
             reads,
             fault,
             save,
+            format,
             ..
         } => {
             let config = match fault_config(fault.clone()) {
@@ -431,6 +450,7 @@ fn main() -> ExitCode {
                 fault,
                 save,
                 &config,
+                format,
             )
         }
         Command::Timeit { rounds } => {
@@ -542,8 +562,12 @@ fn explore_impl(
                 .replacen("procroute conform", "procroute explore", 1)
         ),
         Format::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
+        Format::Junit => conform::junit::render("procroute explore", &who, &report.outcomes),
     };
     let _ = io::stdout().write_all(text.as_bytes());
+    if format == Format::Junit {
+        eprintln!("{summary}");
+    }
     if let (Some(path), Some((case, result, violations))) = (save, &s.first) {
         let file = procroute::check::conform::trace::TraceFile {
             suite_version: procroute::SUITE_VERSION.to_owned(),
@@ -594,13 +618,18 @@ fn explore(
     fault: Option<String>,
     save: Option<std::path::PathBuf>,
     config: &procroute::gateway::Config,
+    format: Format,
 ) -> ExitCode {
     use procroute::check::explore::explore;
-    println!("exploring {}", scope.describe());
+    use std::fmt::Write as _;
+    // The human summary: stdout for text, stderr beside a report.
+    let mut human = String::new();
+    let _ = writeln!(human, "exploring {}", scope.describe());
     let deadline = seconds.map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s));
     let s = explore(scope, config, deadline);
     let secs = s.elapsed.as_secs_f64().max(1e-9);
-    println!(
+    let _ = writeln!(
+        human,
         "{} states explored, {} distinct, {:.0} states/s, depth {} complete ({:.1} s)",
         s.explored,
         s.distinct,
@@ -611,14 +640,15 @@ fn explore(
     if let Some((trace, violations)) = &s.counterexample {
         let result = procroute::check::conform::trace::execute_with(trace, config.clone())
             .unwrap_or_default();
-        println!(
+        let _ = writeln!(
+            human,
             "\ncounterexample ({} ops before quiescence, a shortest one):\n{}",
             trace.ops.len()
                 - procroute::check::conform::trace::quiescence(trace.threads.len()).len(),
             conform::render::timeline_text(trace, &result)
         );
         for v in violations {
-            println!("  {}: {}", v.rule, v.detail);
+            let _ = writeln!(human, "  {}: {}", v.rule, v.detail);
         }
         if let Some(path) = save {
             let file = procroute::check::conform::trace::TraceFile {
@@ -644,10 +674,46 @@ fn explore(
                 eprintln!("procroute explore: {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
-            println!("saved: {}", path.display());
+            let _ = writeln!(human, "saved: {}", path.display());
         }
     }
-    println!("{} passed, {} failed", s.judged - s.failed, s.failed);
+    let _ = writeln!(human, "{} passed, {} failed", s.judged - s.failed, s.failed);
+    if format == Format::Text {
+        let _ = io::stdout().write_all(human.as_bytes());
+    } else {
+        // One case for the whole exploration: its id names the scope.
+        let id = format!("explore/{}", scope.name);
+        let outcome = match &s.counterexample {
+            None => conform::Outcome::pass(id, &[]),
+            Some((trace, violations)) => {
+                let result = procroute::check::conform::trace::execute_with(trace, config.clone())
+                    .unwrap_or_default();
+                let note = format!("a shortest counterexample, {}", scope.describe());
+                conform::Outcome::check(
+                    id,
+                    &[violations[0].rule.as_str()],
+                    Some(conform::runner::failure_detail(
+                        violations, trace, &result, &note,
+                    )),
+                )
+            }
+        };
+        let report = conform::Report::new(procroute::SUITE_VERSION.to_owned(), vec![outcome]);
+        let who = fault
+            .as_deref()
+            .map_or("procroute (built-in, in-process)".into(), |f| {
+                format!("procroute (built-in, in-process) with fault {f}")
+            });
+        let text = match format {
+            Format::Junit => conform::junit::render("procroute explore", &who, &report.outcomes),
+            Format::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
+            _ => report
+                .render_markdown(&who)
+                .replacen("procroute conform", "procroute explore", 1),
+        };
+        eprint!("{human}");
+        let _ = io::stdout().write_all(text.as_bytes());
+    }
     if s.failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -671,9 +737,12 @@ fn replay(
     timeout_ms: u64,
     validate: bool,
     save: Option<Option<std::path::PathBuf>>,
-    json: bool,
+    format: Format,
 ) -> ExitCode {
     use procroute::check::conform::trace::TraceFile;
+    let json = format == Format::Json;
+    let mut outcomes = Vec::new();
+    let mut who = String::new();
     let (program, args) = match harness_command(&implementation) {
         Ok(c) => c,
         Err(e) => {
@@ -701,10 +770,29 @@ fn replay(
             }
         };
         failed |= r.verdict == "fail";
+        who = format!(
+            "{} {} ({})",
+            r.implementation.name, r.implementation.version, r.implementation.language
+        );
+        let rules: Vec<&str> = file.rules.iter().map(String::as_str).collect();
+        outcomes.push(match (&r.skipped, r.violations.first()) {
+            (Some(why), _) => conform::Outcome::skip(file.id.clone(), &rules, why.clone()),
+            (None, None) => conform::Outcome::pass(file.id.clone(), &rules),
+            (None, Some(head)) => conform::Outcome::check(
+                file.id.clone(),
+                &[head.rule.as_str()],
+                Some(conform::runner::failure_detail(
+                    &r.violations,
+                    &file.trace,
+                    &r.result,
+                    &format!("replayed from {}", path.display()),
+                )),
+            ),
+        });
         if json {
             out.push_str(&serde_json::to_string_pretty(&r).unwrap_or_default());
             out.push('\n');
-        } else {
+        } else if format == Format::Text {
             out.push_str(&format!(
                 "{} ({}) against {} {} ({})\n",
                 file.id,
@@ -756,6 +844,7 @@ fn replay(
                 )
             });
             match written {
+                Ok(()) if format == Format::Junit => eprintln!("saved {}", dest.display()),
                 Ok(()) => out.push_str(&format!("saved {}\n", dest.display())),
                 Err(e) => {
                     eprintln!("procroute replay: --save {}: {e}", dest.display());
@@ -764,6 +853,9 @@ fn replay(
             }
         }
         out.push('\n');
+    }
+    if format == Format::Junit {
+        out = conform::junit::render("procroute replay", &who, &outcomes);
     }
     let _ = io::stdout().write_all(out.as_bytes());
     if failed {

@@ -7,6 +7,7 @@
 pub mod constraint;
 pub mod dialect;
 pub mod harness;
+pub mod junit;
 pub mod laws;
 pub mod protocol;
 pub mod render;
