@@ -34,7 +34,7 @@ PY_BUGS = {  # name -> rule (router.py's BUGS)
 def run(exe, label, rule, impl, env):
     t = time.time()
     p = subprocess.run(
-        [exe, "conform", "--law-cases", "0", "--dialect-cases", "0", "--format", "json",
+        [exe, "conform", "--law-cases", "0", "--dialect-cases", "0", "--format", "json", "--jobs", "1",
          "--save", os.path.join(ROOT, "target/bug-bank", label), "--impl", impl],
         capture_output=True, text=True, env=env, cwd=ROOT)
     secs = time.time() - t

@@ -124,8 +124,24 @@ fn conformance_cases(b: Bencher) {
 /// The same generated traces over the protocol: `conform`'s trace stage
 /// against the built-in harness (`procroute harness`, a child process),
 /// JSON lines both ways, judged by the runner. Includes the harness's start.
-#[divan::bench(sample_count = 5)]
-fn conformance_cases_over_the_protocol(b: Bencher) {
+#[divan::bench(sample_count = 5, args = [1, 2])]
+fn conformance_cases_over_the_protocol(b: Bencher, jobs: usize) {
+    let exe = env!("CARGO_BIN_EXE_procroute");
+    traces_through(b, jobs, exe, &["harness".to_owned()]);
+}
+
+/// The same 500 traces through the Python template harness, on one and
+/// two harness processes (`conform --jobs`).
+#[divan::bench(sample_count = 5, args = [1, 2])]
+fn conformance_cases_python_template(b: Bencher, jobs: usize) {
+    let template = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/spec/harnesses/example-python/harness.py"
+    );
+    traces_through(b, jobs, "python3", &[template.to_owned()]);
+}
+
+fn traces_through(b: Bencher, jobs: usize, program: &str, args: &[String]) {
     use procroute::check::conform::runner::{run_traces, TraceRun};
     let cfg = TraceRun {
         seed: 24301,
@@ -139,17 +155,17 @@ fn conformance_cases_over_the_protocol(b: Bencher) {
         known: Vec::new(),
         min_coverage: 0.0,
         stored: false,
+        jobs,
     };
-    let exe = env!("CARGO_BIN_EXE_procroute");
     b.counter(ItemsCount::new(cfg.cases)).bench(|| {
         let outcomes = run_traces(
-            exe,
-            &["harness".to_owned()],
+            program,
+            args,
             &cfg,
             std::time::Duration::from_secs(10),
             |_| true,
         )
-        .expect("the built-in harness runs");
+        .expect("the harness runs");
         assert!(outcomes.iter().all(|o| o.passed), "a trace failed");
     });
 }

@@ -48,6 +48,7 @@ fn trace_run(seed: u64, cases: usize) -> runner::TraceRun {
         known: Vec::new(),
         min_coverage: 0.0,
         stored: false,
+        jobs: 1,
     }
 }
 
@@ -325,4 +326,32 @@ fn p12_declared_constraints_waste_no_trace() {
     let undeclared = skipped("refuse-nul");
     assert!(undeclared > 0, "the generator makes NUL ids sometimes");
     assert_eq!(skipped("refuse-nul-declared"), 0, "declared: none wasted");
+}
+
+/// `--jobs`: generated traces run on two harness processes give exactly
+/// the outcomes of one (the Python template with a bug, so failures are
+/// shrunk and reported too).
+#[test]
+fn parallel_workers_change_nothing_in_the_report() {
+    let template = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/spec/harnesses/example-python/harness.py"
+    );
+    let args = vec![
+        "-c".to_owned(),
+        format!("PROCROUTE_TEMPLATE_BUG=lifo exec python3 {template}"),
+    ];
+    let run = |jobs| {
+        let cfg = runner::TraceRun {
+            validate: false,
+            jobs,
+            ..trace_run(11, 120)
+        };
+        runner::run_traces("sh", &args, &cfg, Duration::from_secs(20), |_| true).expect("runs")
+    };
+    let one = run(1);
+    let two = run(2);
+    assert_eq!(one.len(), 120);
+    assert!(one.iter().any(|o| !o.passed), "the bug shows");
+    assert_eq!(one, two);
 }

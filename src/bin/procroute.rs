@@ -89,6 +89,11 @@ enum Command {
         /// rest are reported as found).
         #[arg(long, default_value_t = 3)]
         max_shrunk: usize,
+        /// Harness processes that run the generated traces in parallel
+        /// (default: the available cores); the report is the same for any
+        /// number.
+        #[arg(long)]
+        jobs: Option<usize>,
     },
     /// Explore every trace of a small scope up to a depth, breadth first,
     /// on the built-in implementation, judging every reached state (the
@@ -264,6 +269,7 @@ fn main() -> ExitCode {
             dialect_cases,
             min_coverage,
             max_shrunk,
+            jobs,
         } => {
             let shard = match shard
                 .as_deref()
@@ -321,6 +327,9 @@ fn main() -> ExitCode {
                     known: known.clone(),
                     min_coverage,
                     stored: true,
+                    jobs: jobs.unwrap_or_else(|| {
+                        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+                    }),
                 },
                 conform::dialect::DialectRun {
                     seed,

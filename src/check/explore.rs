@@ -35,14 +35,13 @@
 //! the checking kit for none of that (ARCHITECTURE.md).
 
 use std::collections::{BTreeSet, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use crate::check::conform::constraint::Constraints;
 use crate::check::conform::protocol::Started;
 use crate::check::conform::report::{Declared, Report};
-use crate::check::conform::runner::{failure_detail, run_trace_case, Harness, NoResult};
+use crate::check::conform::runner::{failure_detail, run_many, Harness, NoResult};
 use crate::check::conform::schema::Schema;
 use crate::check::conform::select::Selection;
 use crate::check::conform::trace::{quiescence, Execution, Trace, TraceOp, TraceResult};
@@ -647,54 +646,23 @@ pub struct OverSummary {
     pub first: Option<(Case, TraceResult, Vec<Violation>)>,
 }
 
-/// Runs `cases` on the harnesses in parallel (each worker takes the next
-/// unclaimed case); results in the order of `cases`. A harness that errs
-/// is restarted; one that cannot be restarted leaves its worker's later
-/// cases to the others.
+/// Runs `cases` on the harnesses in parallel ([`run_many`]); results in
+/// the order of `cases`, a skip as `skipped: <why>`, an error as
+/// `errored: <what>`.
 fn run_parallel(
     harnesses: &mut [Harness],
     cases: &[&Case],
     timeout: Duration,
     seq: &AtomicU64,
 ) -> Vec<Result<TraceResult, String>> {
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<Result<TraceResult, String>>>> =
-        cases.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for h in harnesses.iter_mut() {
-            let (next, slots) = (&next, &slots);
-            s.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(case) = cases.get(i) else { return };
-                let n = seq.fetch_add(1, Ordering::Relaxed);
-                let r = match run_trace_case(h, n, &case.trace, timeout) {
-                    Ok(r) => Ok(r),
-                    Err(NoResult::Skipped(why)) => Err(format!("skipped: {why}")),
-                    Err(NoResult::Errored(e)) => {
-                        let restarted = h.restart(timeout);
-                        let e = Err(format!("errored: {e}"));
-                        if let Ok(mut slot) = slots[i].lock() {
-                            *slot = Some(e);
-                        }
-                        if restarted.is_err() {
-                            return;
-                        }
-                        continue;
-                    }
-                };
-                if let Ok(mut slot) = slots[i].lock() {
-                    *slot = Some(r);
-                }
-            });
-        }
-    });
-    slots
+    let traces: Vec<&Trace> = cases.iter().map(|c| &c.trace).collect();
+    run_many(harnesses, &traces, timeout, seq)
         .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| Err("errored: no harness left to run it".into()))
+        .map(|r| {
+            r.map_err(|e| match e {
+                NoResult::Skipped(why) => format!("skipped: {why}"),
+                NoResult::Errored(e) => format!("errored: {e}"),
+            })
         })
         .collect()
 }

@@ -17,5 +17,7 @@ procroute="${PROCROUTE:-$root/target/release/procroute}"
 known="${KNOWN_FAILURES-$here/known-failures-$version.txt}"
 known_args=()
 [ -n "$known" ] && [ -f "$known" ] && known_args=(--known-failures "$known")
-exec "$procroute" conform --validate --timeout-ms 30000 --cases "${CASES:-300}" \
+# One harness process (--jobs 1): parallel hermes-agent harnesses
+# (their HERMES_HOME and process registries) are not verified yet.
+exec "$procroute" conform --validate --timeout-ms 30000 --cases "${CASES:-300}" --jobs 1 \
   --impl "$python $here/harness.py" "${known_args[@]}" "$@"

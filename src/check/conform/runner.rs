@@ -311,6 +311,9 @@ pub struct TraceRun {
     /// Run the stored traces (`spec/vectors/traces/`) before the generated
     /// ones.
     pub stored: bool,
+    /// Harness processes that run the generated traces in parallel (their
+    /// first run; shrinking uses one). Results do not depend on it.
+    pub jobs: usize,
 }
 
 /// The rules a trace case is judged on; a case cites the ones its trace
@@ -388,6 +391,51 @@ pub(crate) fn run_trace_case(
         .request(&cmd, timeout)
         .map_err(|f| Errored(f.to_string()))?;
     trace_reply(seq, reply)
+}
+
+/// Runs `traces` on the harnesses in parallel, each worker taking the next
+/// unclaimed trace; results in the order of `traces`, so they do not
+/// depend on the number of workers. A harness that errs is restarted; one
+/// that cannot be restarted leaves its later traces to the others.
+pub(crate) fn run_many(
+    harnesses: &mut [Harness],
+    traces: &[&super::trace::Trace],
+    timeout: Duration,
+    seq: &std::sync::atomic::AtomicU64,
+) -> Vec<Result<super::trace::TraceResult, NoResult>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    type Slot = Mutex<Option<Result<super::trace::TraceResult, NoResult>>>;
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Slot> = traces.iter().map(|_| Mutex::new(None)).collect();
+    thread::scope(|s| {
+        for h in harnesses.iter_mut() {
+            let (next, slots) = (&next, &slots);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(trace) = traces.get(i) else { return };
+                let n = seq.fetch_add(1, Ordering::Relaxed);
+                let r = run_trace_case(h, n, trace, timeout);
+                let errored = matches!(r, Err(NoResult::Errored(_)));
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(r);
+                }
+                if errored && h.restart(timeout).is_err() {
+                    return;
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner().ok().flatten().unwrap_or_else(|| {
+                Err(NoResult::Errored(
+                    "no harness left to run it (every worker's harness failed to restart)".into(),
+                ))
+            })
+        })
+        .collect()
 }
 
 /// A `run` command for a trace, serialised straight from the trace.
@@ -649,19 +697,47 @@ pub fn run_traces_covered(
         use std::io::IsTerminal;
         std::io::stderr().is_terminal() && cfg.cases >= 200
     };
-    for n in 0..cfg.cases {
+    // First runs in parallel on `cfg.jobs` harnesses (the first is `h`);
+    // judging and shrinking below go in order, on `h`.
+    let wanted: Vec<(usize, String, super::trace::Trace)> = (0..cfg.cases)
+        .map(|n| (n, format!("gen/{}/{n}", cfg.seed)))
+        .filter(|(_, id)| wants(id))
+        .map(|(n, id)| {
+            let trace = generate_within(
+                cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64),
+                cfg.max_steps,
+                &limits,
+            );
+            (n, id, trace)
+        })
+        .collect();
+    let mut first_runs = if cfg.jobs > 1 && wanted.len() > 1 {
+        let mut extra = Vec::new();
+        for _ in 1..cfg.jobs {
+            let mut e = Harness::spawn(&h.program, &h.args)?;
+            e.schema = h.schema.clone();
+            e.start(timeout)?;
+            extra.push(e);
+        }
+        let parallel_seq = std::sync::atomic::AtomicU64::new(seq + 1);
+        let traces: Vec<&super::trace::Trace> = wanted.iter().map(|w| &w.2).collect();
+        let mut all = vec![h];
+        all.append(&mut extra);
+        let results = run_many(&mut all, &traces, timeout, &parallel_seq);
+        seq = parallel_seq.into_inner();
+        let mut all = all.into_iter();
+        h = all.next().ok_or("no harness")?;
+        for e in all {
+            e.stop();
+        }
+        Some(results.into_iter())
+    } else {
+        None
+    };
+    for (n, id, trace) in wanted {
         if progress && n % 50 == 0 {
             eprint!("\rtraces {n}/{} ", cfg.cases);
         }
-        let id = format!("gen/{}/{n}", cfg.seed);
-        if !wants(&id) {
-            continue;
-        }
-        let trace = generate_within(
-            cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64),
-            cfg.max_steps,
-            &limits,
-        );
         let exercised = crate::check::model::judge::exercised(&trace);
         coverage.traces += 1;
         for r in &exercised {
@@ -673,7 +749,11 @@ pub fn run_traces_covered(
             .filter(|r| exercised.contains(r))
             .collect();
         seq += 1;
-        let result = match run_trace_case(&mut h, seq, &trace, timeout) {
+        let first = match first_runs.as_mut().and_then(Iterator::next) {
+            Some(r) => r,
+            None => run_trace_case(&mut h, seq, &trace, timeout),
+        };
+        let result = match first {
             Ok(r) => r,
             Err(NoResult::Skipped(why)) => {
                 out.push(Outcome::skip(id, &cited, why));
@@ -681,7 +761,10 @@ pub fn run_traces_covered(
             }
             Err(NoResult::Errored(e)) => {
                 out.push(Outcome::errored(id, &cited, e));
-                h.restart(timeout)?;
+                // In parallel, the worker restarted its harness already.
+                if first_runs.is_none() {
+                    h.restart(timeout)?;
+                }
                 continue;
             }
         };
