@@ -135,8 +135,13 @@ def main():
         sys.exit(f"TESTING.md's bank table has {len(bank)} bugs; expected the whole bank")
     work = [(b, r, n) for b, (r, n) in bank.items()
             if (not only or only in b) and (every or (b not in BEYOND and b not in SLOW))]
+    # The template's bugs (over the protocol, the slowest) start first, so
+    # the faults fill the other worker meanwhile; the table keeps the
+    # bank's order.
+    order = sorted(range(len(work)), key=lambda i: not work[i][0].startswith("python:"))
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        results = list(pool.map(lambda w: one(exe, *w, every), work))
+        done = dict(zip(order, pool.map(lambda i: one(exe, *work[i], every), order)))
+    results = [done[i] for i in range(len(work))]
     print("| bug | rule | shortest known (steps) | " + " | ".join(SCOPES) + " | rules named | seconds |")
     print("|---|---|---:|" + "---:|" * len(SCOPES) + "---|---:|")
     missed = []
