@@ -77,44 +77,36 @@ const TEMPLATE: &str = "python3 spec/harnesses/example-python/harness.py";
 
 #[test]
 fn conform_junit_of_a_buggy_template_names_the_rule() {
-    let (xml, ok) = procroute(
-        &[
-            "conform",
-            "--impl",
-            TEMPLATE,
-            "--cases",
-            "40",
-            "--dialect-cases",
-            "0",
-            "--shrink-runs",
-            "50",
-            "--format",
-            "junit",
-        ],
-        &[("PROCROUTE_TEMPLATE_BUG", "kill-silent")],
-    );
+    // 40 traces, no dialect laws, no coverage floor: a non-zero exit can
+    // only come from a failing case.
+    let conform = |bug: &[(&str, &str)]| {
+        procroute(
+            &[
+                "conform",
+                "--impl",
+                TEMPLATE,
+                "--cases",
+                "40",
+                "--dialect-cases",
+                "0",
+                "--min-coverage",
+                "0",
+                "--shrink-runs",
+                "50",
+                "--format",
+                "junit",
+            ],
+            bug,
+        )
+    };
+    let (xml, ok) = conform(&[("PROCROUTE_TEMPLATE_BUG", "kill-silent")]);
     assert!(!ok, "a failing run exits non-zero");
     let (tests, failures, _, types) = check(&xml);
     assert!(tests > 40, "{tests} cases");
     assert!(failures > 0);
     assert!(types.iter().any(|t| t == "PROC-7"), "{types:?}");
     // The same run without the bug: every case passes or is skipped.
-    let (xml, ok) = procroute(
-        &[
-            "conform",
-            "--impl",
-            TEMPLATE,
-            "--cases",
-            "40",
-            "--dialect-cases",
-            "0",
-            "--min-coverage",
-            "0",
-            "--format",
-            "junit",
-        ],
-        &[],
-    );
+    let (xml, ok) = conform(&[]);
     assert!(ok);
     assert_eq!(check(&xml).1, 0);
 }

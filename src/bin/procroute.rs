@@ -327,9 +327,7 @@ fn main() -> ExitCode {
                     known: known.clone(),
                     min_coverage,
                     stored: true,
-                    jobs: jobs.unwrap_or_else(|| {
-                        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-                    }),
+                    jobs: jobs.unwrap_or_else(cores),
                 },
                 conform::dialect::DialectRun {
                     seed,
@@ -343,11 +341,8 @@ fn main() -> ExitCode {
                 }
             };
             let who = format!(
-                "{} {} ({}) over protocol v{}{}",
-                started.implementation.name,
-                started.implementation.version,
-                started.implementation.language,
-                started.protocol,
+                "{}{}",
+                over_protocol(&started),
                 if restarts > 0 {
                     format!(", {restarts} harness restart(s)")
                 } else {
@@ -424,9 +419,7 @@ fn main() -> ExitCode {
                 None => None,
             };
             let over = procroute::check::explore::Over {
-                jobs: jobs.unwrap_or_else(|| {
-                    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-                }),
+                jobs: jobs.unwrap_or_else(cores),
                 timeout: std::time::Duration::from_millis(timeout_ms),
                 selection: conform::select::Selection { only, skip, shard },
                 validate,
@@ -506,6 +499,22 @@ fn fault_config(fault: Option<String>) -> Result<procroute::gateway::Config, Str
     Ok(config)
 }
 
+/// How a harness is named in reports: `name version (language) over protocol vN`.
+fn over_protocol(started: &conform::protocol::Started) -> String {
+    format!(
+        "{} {} ({}) over protocol v{}",
+        started.implementation.name,
+        started.implementation.version,
+        started.implementation.language,
+        started.protocol,
+    )
+}
+
+/// The default number of harness workers: the available cores.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
 /// The declared scope `name` (checked by clap), at `depth` if given.
 fn scope_of(name: &str, depth: Option<usize>, reads: bool) -> procroute::check::explore::Scope {
     let mut scope = procroute::check::explore::Scope::named(name).unwrap_or_default();
@@ -534,13 +543,7 @@ fn explore_impl(
             return ExitCode::from(2);
         }
     };
-    let who = format!(
-        "{} {} ({}) over protocol v{}",
-        started.implementation.name,
-        started.implementation.version,
-        started.implementation.language,
-        started.protocol,
-    );
+    let who = over_protocol(&started);
     let secs = s.elapsed.as_secs_f64().max(1e-9);
     let summary = format!(
         "explored {} on the reference: {} states, {} distinct (depth {} complete); sent {} traces of {} level(s) to {} harness process(es){}, {:.0} traces/s ({:.1} s)",
@@ -577,7 +580,7 @@ fn explore_impl(
     if format == Format::Junit {
         eprintln!("{summary}");
     }
-    if let (Some(path), Some((case, result, violations))) = (save, &s.first) {
+    if let (Some(path), Some((case, _, violations))) = (save, &s.first) {
         let file = procroute::check::conform::trace::TraceFile {
             suite_version: procroute::SUITE_VERSION.to_owned(),
             id: case.id.clone(),
@@ -600,7 +603,6 @@ fn explore_impl(
                 &procroute::check::conform::trace::execute(&case.trace).unwrap_or_default(),
             ),
         };
-        let _ = result;
         if let Err(e) = std::fs::write(&path, file.to_json()) {
             eprintln!("procroute explore: {}: {e}", path.display());
             return ExitCode::FAILURE;

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use crate::check::conform::constraint::Constraints;
 use crate::check::conform::protocol::Started;
 use crate::check::conform::report::{Declared, Report};
-use crate::check::conform::runner::{failure_detail, run_many, Harness, NoResult};
+use crate::check::conform::runner::{cited_rules, failure_detail, run_many, Harness, NoResult};
 use crate::check::conform::schema::Schema;
 use crate::check::conform::select::Selection;
 use crate::check::conform::trace::{quiescence, Execution, Trace, TraceOp, TraceResult};
@@ -646,27 +646,6 @@ pub struct OverSummary {
     pub first: Option<(Case, TraceResult, Vec<Violation>)>,
 }
 
-/// Runs `cases` on the harnesses in parallel ([`run_many`]); results in
-/// the order of `cases`, a skip as `skipped: <why>`, an error as
-/// `errored: <what>`.
-fn run_parallel(
-    harnesses: &mut [Harness],
-    cases: &[&Case],
-    timeout: Duration,
-    seq: &AtomicU64,
-) -> Vec<Result<TraceResult, String>> {
-    let traces: Vec<&Trace> = cases.iter().map(|c| &c.trace).collect();
-    run_many(harnesses, &traces, timeout, seq)
-        .into_iter()
-        .map(|r| {
-            r.map_err(|e| match e {
-                NoResult::Skipped(why) => format!("skipped: {why}"),
-                NoResult::Errored(e) => format!("errored: {e}"),
-            })
-        })
-        .collect()
-}
-
 /// Explores `scope` through a harness speaking the protocol: the scope's
 /// canonical distinct traces ([`enumerate`], within the constraints the
 /// harness declares), level by level, each run by one of `over.jobs`
@@ -692,12 +671,7 @@ pub fn explore_over(
     let limits = started.validate()?;
     let mut summary = OverSummary::default();
     let mut outcomes = Vec::new();
-    if !started.operations.iter().any(|o| o == "trace") {
-        let why = started
-            .unsupported
-            .get("trace")
-            .cloned()
-            .unwrap_or_else(|| "operation trace not supported".into());
+    if let Some(why) = started.trace_refusal() {
         first.stop();
         outcomes.push(Outcome::skip("explore/*", JUDGED, why));
         let mut report = Report::new(crate::SUITE_VERSION.to_owned(), outcomes);
@@ -728,24 +702,21 @@ pub fn explore_over(
             .iter()
             .filter(|c| over.selection.wants(&c.id))
             .collect();
-        let results = run_parallel(&mut harnesses, &chosen, over.timeout, &seq);
+        let traces: Vec<&Trace> = chosen.iter().map(|c| &c.trace).collect();
+        let results = run_many(&mut harnesses, &traces, over.timeout, &seq);
         summary.sent += chosen.len() as u64;
         summary.levels_run += 1;
         let mut failed_here = false;
         for (case, result) in chosen.iter().zip(results) {
-            let exercised = exercised(&case.trace);
-            let cited: Vec<&str> = JUDGED
-                .iter()
-                .copied()
-                .filter(|r| exercised.contains(r))
-                .collect();
+            let cited = cited_rules(&exercised(&case.trace));
             let result = match result {
                 Ok(r) => r,
-                Err(e) => {
-                    outcomes.push(match e.strip_prefix("skipped: ") {
-                        Some(why) => Outcome::skip(&case.id, &cited, why.to_owned()),
-                        None => Outcome::errored(&case.id, &cited, e),
-                    });
+                Err(NoResult::Skipped(why)) => {
+                    outcomes.push(Outcome::skip(&case.id, &cited, why));
+                    continue;
+                }
+                Err(NoResult::Errored(e)) => {
+                    outcomes.push(Outcome::errored(&case.id, &cited, e));
                     continue;
                 }
             };

@@ -66,6 +66,20 @@ pub const MAX_POLICIES: usize = 16;
 pub const MAX_POLICY_NAME: usize = 40;
 
 impl Started {
+    /// Why the harness cannot run traces, if it does not list the
+    /// `trace` operation (its own reason, or a default one).
+    pub fn trace_refusal(&self) -> Option<String> {
+        if self.operations.iter().any(|o| o == "trace") {
+            return None;
+        }
+        Some(
+            self.unsupported
+                .get("trace")
+                .cloned()
+                .unwrap_or_else(|| "operation trace not supported".into()),
+        )
+    }
+
     /// Checks what the runner relies on: policy names that are id segments
     /// (`[a-z0-9-]+`, so case ids stay stable and globbable), policy
     /// values that are objects, and constraints that make sense.

@@ -320,6 +320,18 @@ pub struct TraceRun {
 /// exercises (from the model's view).
 const TRACE_RULES: &[&str] = crate::check::model::judge::JUDGED;
 
+/// The judged rules a trace exercises (from the model's view, [`exercised`](crate::check::model::judge::exercised)),
+/// in the judge's order: what a trace case cites.
+pub(crate) fn cited_rules(
+    exercised: &std::collections::BTreeSet<&'static str>,
+) -> Vec<&'static str> {
+    TRACE_RULES
+        .iter()
+        .copied()
+        .filter(|r| exercised.contains(r))
+        .collect()
+}
+
 /// How many generated traces exercised each judged rule (from the model's
 /// view of the trace, not from what the implementation did).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -666,12 +678,7 @@ pub fn run_traces_covered(
     let started = h.start(timeout)?;
     let limits = started.validate()?;
     let mut out = Vec::new();
-    if !started.operations.iter().any(|o| o == "trace") {
-        let why = started
-            .unsupported
-            .get("trace")
-            .cloned()
-            .unwrap_or_else(|| "operation trace not supported".into());
+    if let Some(why) = started.trace_refusal() {
         out.push(Outcome::skip(
             format!("gen/{}/*", cfg.seed),
             TRACE_RULES,
@@ -743,11 +750,7 @@ pub fn run_traces_covered(
         for r in &exercised {
             *coverage.by_rule.entry((*r).to_owned()).or_default() += 1;
         }
-        let cited: Vec<&str> = TRACE_RULES
-            .iter()
-            .copied()
-            .filter(|r| exercised.contains(r))
-            .collect();
+        let cited = cited_rules(&exercised);
         seq += 1;
         let first = match first_runs.as_mut().and_then(Iterator::next) {
             Some(r) => r,
@@ -894,14 +897,8 @@ pub fn replay(
         differences: Vec::new(),
         result: Default::default(),
     };
-    if !started.operations.iter().any(|o| o == "trace") {
-        r.skipped = Some(
-            started
-                .unsupported
-                .get("trace")
-                .cloned()
-                .unwrap_or_else(|| "operation trace not supported".into()),
-        );
+    if let Some(why) = started.trace_refusal() {
+        r.skipped = Some(why);
         h.stop();
         return Ok(r);
     }
