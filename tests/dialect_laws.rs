@@ -10,6 +10,7 @@ use procroute::check::conform::dialect::{run_over, DialectRun};
 const CFG: DialectRun = DialectRun {
     seed: 7,
     cases: 150,
+    jobs: 1,
 };
 
 fn verdicts(program: &str, args: &[&str]) -> BTreeMap<String, bool> {
@@ -179,4 +180,37 @@ fn laws_run_under_every_declared_policy() {
         bad.iter().all(|id| id.starts_with("dialect/per-user/")),
         "the default policy keeps the laws: {bad:?}"
     );
+}
+
+/// The laws' parts run on several harnesses and are put together in a
+/// fixed order: every outcome, detail text included, is the same with one
+/// harness and with three, for a dialect that breaks laws in many ways.
+#[test]
+fn parallel_harnesses_change_nothing_in_the_outcomes() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/harnesses/lossy_dialect.py"
+    );
+    for mode in ["fold", "raw"] {
+        let args = vec![script.to_owned(), mode.to_owned()];
+        let run = |jobs| {
+            let cfg = DialectRun { jobs, ..CFG };
+            run_over(
+                "python3",
+                &args,
+                cfg,
+                Duration::from_secs(20),
+                false,
+                |_| true,
+            )
+            .expect("harness runs")
+        };
+        let (one, three) = (run(1), run(3));
+        assert!(one.iter().any(|o| !o.passed), "{mode}: breaks no law");
+        assert_eq!(
+            format!("{one:?}"),
+            format!("{three:?}"),
+            "{mode}: outcomes differ with 3 harnesses"
+        );
+    }
 }

@@ -94,6 +94,10 @@ enum Command {
         /// number.
         #[arg(long)]
         jobs: Option<usize>,
+        /// Also write the report as JSON to this file, whatever `--format`
+        /// says (what `procroute report` reads).
+        #[arg(long, value_name = "FILE")]
+        json_out: Option<std::path::PathBuf>,
     },
     /// Explore every trace of a small scope up to a depth, breadth first,
     /// on the built-in implementation, judging every reached state (the
@@ -185,6 +189,18 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Build one self-contained HTML page from `conform` JSON reports
+    /// (`--format json` or `--json-out`): an implementations × rules
+    /// matrix, every failure with its rule's text, its counterexample drawn
+    /// and its replay command, known failures linked to their findings.
+    Report {
+        /// `conform` JSON reports, one column each, in this order.
+        #[arg(required = true)]
+        reports: Vec<std::path::PathBuf>,
+        /// Write the page here (default: standard output).
+        #[arg(long, short)]
+        out: Option<std::path::PathBuf>,
+    },
     /// Serve the harness protocol on stdin/stdout with the built-in
     /// implementation.
     Harness {
@@ -270,6 +286,7 @@ fn main() -> ExitCode {
             min_coverage,
             max_shrunk,
             jobs,
+            json_out,
         } => {
             let shard = match shard
                 .as_deref()
@@ -282,16 +299,17 @@ fn main() -> ExitCode {
                 Some(Ok(s)) => Some(s),
                 None => None,
             };
-            let known = match &known_failures {
+            let known_text = match &known_failures {
                 Some(path) => match std::fs::read_to_string(path) {
-                    Ok(t) => conform::select::parse_known_failures(&t),
+                    Ok(t) => t,
                     Err(e) => {
                         eprintln!("procroute: --known-failures {}: {e}", path.display());
                         return ExitCode::from(2);
                     }
                 },
-                None => Vec::new(),
+                None => String::new(),
             };
+            let known = conform::select::parse_known_failures(&known_text);
             let selection = conform::select::Selection { only, skip, shard };
             let (program, args, with_laws) = match &implementation {
                 Some(cmd) => ("sh".to_owned(), vec!["-c".to_owned(), cmd.clone()], false),
@@ -332,6 +350,7 @@ fn main() -> ExitCode {
                 conform::dialect::DialectRun {
                     seed,
                     cases: dialect_cases,
+                    jobs: jobs.unwrap_or_else(cores),
                 },
             ) {
                 Ok(r) => r,
@@ -351,6 +370,24 @@ fn main() -> ExitCode {
             );
             let mut report = report;
             let now_passing = conform::select::apply_known_failures(&mut report.outcomes, &known);
+            conform::select::tag_findings(
+                &mut report.outcomes,
+                &conform::select::parse_known_findings(&known_text),
+            );
+            report.implementation = Some(started.implementation.clone());
+            report.command = implementation.clone();
+            report.findings = known_failures
+                .as_ref()
+                .map(|k| k.with_file_name("FINDINGS.md"))
+                .filter(|f| f.is_file())
+                .map(|f| f.display().to_string());
+            if let Some(path) = &json_out {
+                let json = serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
+                if let Err(e) = std::fs::write(path, json) {
+                    eprintln!("procroute: --json-out {}: {e}", path.display());
+                    return ExitCode::from(2);
+                }
+            }
             let text = match format {
                 Format::Text => report.render_text(&who),
                 Format::Markdown => report.render_markdown(&who),
@@ -369,6 +406,44 @@ fn main() -> ExitCode {
             } else {
                 ExitCode::FAILURE
             }
+        }
+        Command::Report { reports, out } => {
+            let mut inputs = Vec::new();
+            for path in &reports {
+                match conform::html::Input::read(path) {
+                    Ok(i) => inputs.push(i),
+                    Err(e) => {
+                        eprintln!("procroute report: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            let page = conform::html::render(&inputs);
+            match out {
+                Some(path) => {
+                    if let Err(e) = std::fs::write(&path, page) {
+                        eprintln!("procroute report: {}: {e}", path.display());
+                        return ExitCode::from(2);
+                    }
+                    for i in &inputs {
+                        if let (Some(f), None) = (&i.report.findings, &i.findings) {
+                            eprintln!(
+                                "procroute report: {}: cannot read its findings {f}",
+                                i.label
+                            );
+                        }
+                    }
+                    eprintln!(
+                        "procroute report: wrote {} ({} implementations)",
+                        path.display(),
+                        inputs.len()
+                    );
+                }
+                None => {
+                    let _ = io::stdout().write_all(page.as_bytes());
+                }
+            }
+            ExitCode::SUCCESS
         }
         Command::Replay {
             files,

@@ -35,7 +35,7 @@ procroute="${PROCROUTE:-$root/target/release/procroute}"
 known="${KNOWN_FAILURES-$here/known-failures-$version.txt}"
 known_args=()
 [ -n "$known" ] && [ -f "$known" ] && known_args=(--known-failures "$known")
-# One harness process (--jobs 1): parallel OpenClaw gateways (their
+# JOBS harness processes (default 1): parallel OpenClaw gateways (their
 # state directories, FIFOs and fake Bot API) are not verified yet.
-exec "$procroute" conform --validate --timeout-ms 180000 --cases "${CASES:-50}" --jobs 1 \
+exec "$procroute" conform --validate --timeout-ms 180000 --cases "${CASES:-50}" --jobs "${JOBS:-1}" \
   --impl "$node_bin $here/harness.mjs" "${known_args[@]}" "$@"

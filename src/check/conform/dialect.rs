@@ -31,6 +31,9 @@ pub struct DialectRun {
     pub seed: u64,
     /// Generated origins per family.
     pub cases: usize,
+    /// Harness processes the laws' parts run on (at least one); the
+    /// outcomes do not depend on it.
+    pub jobs: usize,
 }
 
 /// The four fields that name a thread (what a notification is sent to).
@@ -361,7 +364,17 @@ struct Client<'a> {
     policy: Option<Value>,
 }
 
-impl Client<'_> {
+impl<'a> Client<'a> {
+    fn new(h: &'a mut Harness, seq: u64, timeout: Duration, policy: &Option<Value>) -> Self {
+        Client {
+            h,
+            seq,
+            timeout,
+            keys: HashMap::new(),
+            policy: policy.clone(),
+        }
+    }
+
     fn ask(&mut self, mut case: Value) -> Result<Value, String> {
         self.seq += 1;
         if let (Some(p), Some(obj)) = (&self.policy, case.as_object_mut()) {
@@ -447,40 +460,61 @@ impl Client<'_> {
 }
 
 /// Runs KEY-L1 (one case per family), KEY-L2, KEY-L3 and KEY-L4 through
-/// a harness that lists `dialect_build` and `dialect_parse`, once per
-/// policy; a policy's cases are named `dialect/<policy>/KEY-…`.
+/// the harnesses (the same implementation, one process each) that list
+/// `dialect_build` and `dialect_parse`, once per policy; a policy's cases
+/// are named `dialect/<policy>/KEY-…`. The laws' parts run in parallel, one
+/// harness each at a time, and are put together in a fixed order, so the
+/// outcomes do not depend on the number of harnesses.
 pub fn run(
-    h: &mut Harness,
+    harnesses: &mut [Harness],
     cfg: DialectRun,
     timeout: Duration,
     policies: &[(String, Option<Value>)],
-    wants: impl Fn(&str) -> bool,
+    wants: impl Fn(&str) -> bool + Sync,
 ) -> Vec<Outcome> {
     let mut out = Vec::new();
-    let mut seq = 2_000_000;
     for (name, policy) in policies {
-        let mut c = Client {
-            h: &mut *h,
-            seq,
+        out.extend(run_policy(
+            harnesses,
+            cfg,
             timeout,
-            keys: HashMap::new(),
-            policy: policy.clone(),
-        };
-        out.extend(run_policy(&mut c, cfg, &format!("dialect/{name}"), &wants));
-        seq = c.seq;
+            policy,
+            &format!("dialect/{name}"),
+            &wants,
+        ));
     }
     out
 }
 
+/// One independent part of a policy's laws, run on one harness.
+enum Part {
+    Family(Family),
+    Faithful,
+    Rejecting,
+    Total,
+}
+
+/// What a [`Part`] found: its outcomes and, for the KEY-L2 checks it made
+/// on the way, its [`L2`].
+struct Found {
+    outcomes: Vec<Outcome>,
+    l2: L2,
+    /// The faithful part could not finish.
+    failed: Option<String>,
+}
+
 fn run_policy(
-    c: &mut Client<'_>,
+    harnesses: &mut [Harness],
     cfg: DialectRun,
+    timeout: Duration,
+    policy: &Option<Value>,
     pre: &str,
-    wants: &impl Fn(&str) -> bool,
+    wants: &(impl Fn(&str) -> bool + Sync),
 ) -> Vec<Outcome> {
-    let mut out = Vec::new();
-    let mut l2 = L2::default();
-    let grammar = match learn_grammar(c, cfg) {
+    let Some(first) = harnesses.first_mut() else {
+        return Vec::new();
+    };
+    let grammar = match learn_grammar(&mut Client::new(first, 2_000_000, timeout, policy), cfg) {
         Ok(g) => g,
         Err(e) => {
             return vec![Outcome::errored(
@@ -490,25 +524,79 @@ fn run_policy(
             )]
         }
     };
+    let mut parts = Vec::new();
     for family in Family::ALL {
         let id = format!("{pre}/KEY-L1/{}", family.name());
         if wants(&id) || wants(&format!("{id}/x")) {
-            out.extend(injective(c, cfg, family, &id, &mut l2, &grammar));
+            parts.push(Part::Family(family));
         }
     }
     let roundtrip = format!("{pre}/KEY-L2/roundtrip");
-    if wants(&roundtrip) || wants(&format!("{pre}/KEY-L2/x")) {
-        match faithful(c, cfg, &mut l2) {
-            Ok(()) => out.extend(l2.outcomes(pre)),
-            Err(e) => out.push(Outcome::errored(roundtrip, &["KEY-L2"], e)),
-        }
+    let wants_l2 = wants(&roundtrip) || wants(&format!("{pre}/KEY-L2/x"));
+    if wants_l2 {
+        parts.push(Part::Faithful);
     }
     if wants(&format!("{pre}/KEY-L4/rejects")) || wants(&format!("{pre}/KEY-L4/x")) {
-        out.extend(rejecting(c, cfg, pre));
+        parts.push(Part::Rejecting);
     }
     let total_id = format!("{pre}/KEY-L3/total");
     if wants(&total_id) {
-        out.push(total(c, cfg, total_id));
+        parts.push(Part::Total);
+    }
+    let seq = std::sync::atomic::AtomicU64::new(0);
+    let found = super::runner::par_cases(
+        harnesses,
+        &parts,
+        timeout,
+        &seq,
+        |h, n, part| {
+            // Requests of different parts never share a number.
+            let mut c = Client::new(h, 3_000_000 + n * 1_000_000, timeout, policy);
+            let mut l2 = L2::default();
+            let mut found = Found {
+                outcomes: Vec::new(),
+                l2: L2::default(),
+                failed: None,
+            };
+            match part {
+                Part::Family(family) => {
+                    let id = format!("{pre}/KEY-L1/{}", family.name());
+                    found.outcomes = injective(&mut c, cfg, *family, &id, &mut l2, &grammar);
+                }
+                Part::Faithful => found.failed = faithful(&mut c, cfg, &mut l2).err(),
+                Part::Rejecting => found.outcomes = rejecting(&mut c, cfg, pre),
+                Part::Total => found.outcomes = vec![total(&mut c, cfg, total_id.clone())],
+            }
+            found.l2 = l2;
+            found
+        },
+        // A part restarts its harness itself where a request fails.
+        |_| false,
+        || Found {
+            outcomes: Vec::new(),
+            l2: L2::default(),
+            failed: Some("no harness left to run it".into()),
+        },
+    );
+    // Put together in the order of the sequential run: the families (their
+    // KEY-L2 checks merged in family order), KEY-L2, KEY-L4, KEY-L3.
+    let mut out = Vec::new();
+    let mut l2 = L2::default();
+    for (part, found) in parts.iter().zip(found) {
+        match part {
+            Part::Family(_) => {
+                out.extend(found.outcomes);
+                l2.merge(found.l2);
+            }
+            Part::Faithful => {
+                l2.merge(found.l2);
+                match found.failed {
+                    None => out.extend(std::mem::take(&mut l2).outcomes(pre)),
+                    Some(e) => out.push(Outcome::errored(roundtrip.clone(), &["KEY-L2"], e)),
+                }
+            }
+            Part::Rejecting | Part::Total => out.extend(found.outcomes),
+        }
     }
     out
 }
@@ -596,6 +684,23 @@ struct L2 {
 }
 
 impl L2 {
+    /// Adds what a later part found, as if its checks had been made here
+    /// after this part's: the first of equally plain failures stays, and
+    /// after a parse that did not answer nothing more is checked.
+    fn merge(&mut self, later: L2) {
+        if self.errored.is_some() {
+            return;
+        }
+        self.checked += later.checked;
+        self.declined += later.declined;
+        for (class, w) in later.worst {
+            if self.worst.get(&class).map_or(true, |mine| w.0 < mine.0) {
+                self.worst.insert(class, w);
+            }
+        }
+        self.errored = later.errored;
+    }
+
     fn check(&mut self, c: &mut Client<'_>, o: &RawOrigin, key: &str) {
         if self.errored.is_some() {
             return;
@@ -876,19 +981,27 @@ pub fn run_over(
     cfg: DialectRun,
     timeout: Duration,
     validate: bool,
-    wants: impl Fn(&str) -> bool,
+    wants: impl Fn(&str) -> bool + Sync,
 ) -> Result<Vec<Outcome>, String> {
-    let mut h = Harness::spawn(program, args)?;
-    if validate {
-        h.schema = Some(std::sync::Arc::new(super::schema::Schema::protocol()));
+    let mut harnesses = super::runner::spawn_all(program, args, cfg.jobs, validate)?;
+    let mut started = None;
+    for h in &mut harnesses {
+        let s = h.start(timeout)?;
+        started.get_or_insert(s);
     }
-    let started = h.start(timeout)?;
+    let started = started.ok_or("no harness")?;
     let missing: Vec<&str> = [BUILD, PARSE]
         .into_iter()
         .filter(|op| !started.operations.iter().any(|o| o == op))
         .collect();
     let out = if missing.is_empty() {
-        run(&mut h, cfg, timeout, &started.dialect_policies(), wants)
+        run(
+            &mut harnesses,
+            cfg,
+            timeout,
+            &started.dialect_policies(),
+            wants,
+        )
     } else {
         let why = missing
             .iter()
@@ -904,6 +1017,6 @@ pub fn run_over(
             Vec::new()
         }
     };
-    h.stop();
+    harnesses.into_iter().for_each(Harness::stop);
     Ok(out)
 }

@@ -7,6 +7,7 @@
 pub mod constraint;
 pub mod dialect;
 pub mod harness;
+pub mod html;
 pub mod junit;
 pub mod laws;
 pub mod protocol;
@@ -39,6 +40,24 @@ pub struct Outcome {
     /// Listed in `--known-failures` and failing as expected.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expected_failure: bool,
+    /// For a known failure: the finding its known-failures line names
+    /// (`id  # FINDING`), explained in the implementation's FINDINGS.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finding: Option<String>,
+    /// For a failing trace case: the counterexample as a trace file (what
+    /// `procroute replay` runs) and what the implementation reported for
+    /// it, so a report can draw it (`procroute report`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counterexample: Option<Box<Counterexample>>,
+}
+
+/// A failing trace and the implementation's report of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counterexample {
+    /// Shrunk, or as generated (then `file.found.shrunk_from` is absent).
+    pub file: trace::TraceFile,
+    pub result: trace::TraceResult,
 }
 
 impl Outcome {
@@ -50,6 +69,8 @@ impl Outcome {
             detail: None,
             skipped: None,
             expected_failure: false,
+            finding: None,
+            counterexample: None,
         }
     }
 

@@ -185,11 +185,26 @@ pub fn timeline_text(trace: &Trace, result: &TraceResult) -> String {
     out
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// Text for XML and HTML: markup characters as entities; characters XML
+/// forbids (C0 controls but tab and newline, U+FFFE, U+FFFF) and DEL as
+/// visible `\u{…}`, so a hostile id cannot break the picture or the page.
+pub(crate) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\t' | '\n' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{7f}' || c == '\u{fffe}' || c == '\u{ffff}' => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The same timeline as a standalone SVG picture.
@@ -214,7 +229,7 @@ pub fn timeline_svg(trace: &Trace, result: &TraceResult) -> String {
     let width = left + n * lane_w + 20;
     let height = top + rows.len() * row_h + 20;
     let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"monospace\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"monospace\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     );
     for (i, t) in trace.threads.iter().enumerate() {
         let x = left + i * lane_w;

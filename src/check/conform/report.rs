@@ -18,6 +18,18 @@ pub struct Report {
     /// observations about what was (not) checked, never passes.
     #[serde(default, skip_serializing_if = "Declared::is_empty")]
     pub declared: Declared,
+    /// Who answered (the handshake's `implementation`), for a run over the
+    /// protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementation: Option<super::protocol::Implementation>,
+    /// The harness command (`--impl`), which a replay command needs; absent
+    /// for the built-in harness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The FINDINGS.md beside the known-failures file, whose `## NAME — …`
+    /// sections explain the findings the known failures name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findings: Option<String>,
 }
 
 /// The handshake's declarations a reader needs to weigh a report.
@@ -87,6 +99,9 @@ impl Report {
             outcomes,
             coverage: None,
             declared: Declared::default(),
+            implementation: None,
+            command: None,
+            findings: None,
         }
     }
 

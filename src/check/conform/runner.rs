@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::protocol::{Command, RunReply, Started, MAX_LINE_BYTES, PROTOCOL_VERSION};
 use super::vectors::{self, Vector};
-use super::Outcome;
+use super::{Counterexample, Outcome};
 
 /// How a request failed on the harness's side.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -415,24 +415,51 @@ pub(crate) fn run_many(
     timeout: Duration,
     seq: &std::sync::atomic::AtomicU64,
 ) -> Vec<Result<super::trace::TraceResult, NoResult>> {
+    par_cases(
+        harnesses,
+        traces,
+        timeout,
+        seq,
+        |h, n, trace| run_trace_case(h, n, trace, timeout),
+        |r| matches!(r, Err(NoResult::Errored(_))),
+        || Err(NoResult::Errored(NO_HARNESS_LEFT.into())),
+    )
+}
+
+const NO_HARNESS_LEFT: &str =
+    "no harness left to run it (every worker's harness failed to restart)";
+
+/// The parallel core of [`run_many`]: `work` runs item `i` on a worker's
+/// harness with a fresh request number; an `errored` result restarts that
+/// harness (a worker whose harness cannot restart stops, leaving its later
+/// items to the others); an item no worker reached gets `missing()`.
+/// Results are in the order of `items`, whatever the number of workers.
+pub(crate) fn par_cases<T: Sync, R: Send>(
+    harnesses: &mut [Harness],
+    items: &[T],
+    timeout: Duration,
+    seq: &std::sync::atomic::AtomicU64,
+    work: impl Fn(&mut Harness, u64, &T) -> R + Sync,
+    errored: impl Fn(&R) -> bool + Sync,
+    missing: impl Fn() -> R,
+) -> Vec<R> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
-    type Slot = Mutex<Option<Result<super::trace::TraceResult, NoResult>>>;
     let next = AtomicUsize::new(0);
-    let slots: Vec<Slot> = traces.iter().map(|_| Mutex::new(None)).collect();
+    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
     thread::scope(|s| {
         for h in harnesses.iter_mut() {
-            let (next, slots) = (&next, &slots);
+            let (next, slots, work, errored) = (&next, &slots, &work, &errored);
             s.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(trace) = traces.get(i) else { return };
+                let Some(item) = items.get(i) else { return };
                 let n = seq.fetch_add(1, Ordering::Relaxed);
-                let r = run_trace_case(h, n, trace, timeout);
-                let errored = matches!(r, Err(NoResult::Errored(_)));
+                let r = work(h, n, item);
+                let failed = errored(&r);
                 if let Ok(mut slot) = slots[i].lock() {
                     *slot = Some(r);
                 }
-                if errored && h.restart(timeout).is_err() {
+                if failed && h.restart(timeout).is_err() {
                     return;
                 }
             });
@@ -440,14 +467,36 @@ pub(crate) fn run_many(
     });
     slots
         .into_iter()
-        .map(|m| {
-            m.into_inner().ok().flatten().unwrap_or_else(|| {
-                Err(NoResult::Errored(
-                    "no harness left to run it (every worker's harness failed to restart)".into(),
-                ))
-            })
-        })
+        .map(|m| m.into_inner().ok().flatten().unwrap_or_else(&missing))
         .collect()
+}
+
+/// Spawns `n` harness processes at once (so their start-ups overlap, which
+/// matters for interpreters that take 150 ms to boot), then handshakes
+/// each; all get the same schema check.
+pub(crate) fn spawn_all(
+    program: &str,
+    args: &[String],
+    n: usize,
+    validate: bool,
+) -> Result<Vec<Harness>, String> {
+    let schema = validate.then(|| std::sync::Arc::new(super::schema::Schema::protocol()));
+    let mut all = Vec::with_capacity(n.max(1));
+    for _ in 0..n.max(1) {
+        let mut h = Harness::spawn(program, args)?;
+        h.schema = schema.clone();
+        all.push(h);
+    }
+    Ok(all)
+}
+
+/// A generated trace's first run, done by a worker.
+struct FirstRun {
+    /// `None` when no worker reached the case.
+    trace: Option<super::trace::Trace>,
+    exercised: std::collections::BTreeSet<&'static str>,
+    result: Result<super::trace::TraceResult, NoResult>,
+    violations: Vec<crate::check::model::judge::Violation>,
 }
 
 /// A `run` command for a trace, serialised straight from the trace.
@@ -500,25 +549,20 @@ fn trace_reply(seq: u64, reply: Value) -> Result<super::trace::TraceResult, NoRe
     serde_json::from_value(result).map_err(|e| Errored(format!("bad trace result: {e}")))
 }
 
-/// Writes a failing trace (shrunk or as found) with its headline violation
-/// under `--save DIR`; returns the path written.
-/// Writes a failing trace as a trace file (the format of
-/// `spec/vectors/traces/`, so `procroute replay` and any harness can run
-/// it): `gen-<seed>-<n>.json` for the shrunk trace, `…-original.json` for
-/// the trace as generated.
-fn save(
+/// A failing generated trace (shrunk or as found) as a trace file (the
+/// format of `spec/vectors/traces/`, so `procroute replay` and any harness
+/// can run it), with its headline violation.
+fn trace_file(
     cfg: &TraceRun,
-    n: usize,
     id: &str,
     started: &Started,
     v: &crate::check::model::judge::Violation,
     trace: &super::trace::Trace,
     shrunk_from: Option<(&str, usize)>,
-) -> Option<std::path::PathBuf> {
+) -> super::trace::TraceFile {
     use super::trace::file::{Expect, Found, ShrunkFrom, TraceFile, Verdict};
-    let dir = cfg.save_dir.as_ref()?;
     let shrunk = shrunk_from.is_some();
-    let f = TraceFile {
+    TraceFile {
         suite_version: crate::SUITE_VERSION.to_owned(),
         id: if shrunk {
             format!("{id}/shrunk")
@@ -552,7 +596,15 @@ fn save(
             deliveries: None,
             dead_letters: None,
         },
-    };
+    }
+}
+
+/// Writes a failing trace file under `--save DIR`: `gen-<seed>-<n>.json`
+/// for the shrunk trace, `…-original.json` for the trace as generated;
+/// returns the path written.
+fn save(cfg: &TraceRun, n: usize, f: &super::trace::TraceFile) -> Option<std::path::PathBuf> {
+    let dir = cfg.save_dir.as_ref()?;
+    let shrunk = f.found.as_ref().is_some_and(|x| x.shrunk_from.is_some());
     let name = format!(
         "gen-{}-{n}{}.json",
         cfg.seed,
@@ -635,7 +687,9 @@ fn run_stored(
                     );
                     let detail = failure_detail(&v, &f.trace, &result, &note);
                     let broken: Vec<&str> = v.iter().map(|v| v.rule.as_str()).collect();
-                    out.push(Outcome::check(f.id, &broken, Some(detail)));
+                    let mut o = Outcome::check(f.id.clone(), &broken, Some(detail));
+                    o.counterexample = Some(Box::new(Counterexample { file: f, result }));
+                    out.push(o);
                 }
             }
             Err(NoResult::Skipped(why)) => out.push(Outcome::skip(f.id, &rules, why)),
@@ -671,10 +725,13 @@ pub fn run_traces_covered(
     use super::trace::{generate_within, quiescence, shrink};
     use crate::check::model::judge::judge;
     let mut coverage = Coverage::default();
-    let mut h = Harness::spawn(program, args)?;
-    if cfg.validate {
-        h.schema = Some(std::sync::Arc::new(super::schema::Schema::protocol()));
-    }
+    // Every worker's harness is spawned before the first handshake, so
+    // their start-ups overlap; the first one also runs the stored traces
+    // and does the shrinking.
+    let jobs = if cfg.cases > 1 { cfg.jobs.max(1) } else { 1 };
+    let mut all = spawn_all(program, args, jobs, cfg.validate)?.into_iter();
+    let mut h = all.next().ok_or("no harness")?;
+    let mut extra: Vec<Harness> = all.collect();
     let started = h.start(timeout)?;
     let limits = started.validate()?;
     let mut out = Vec::new();
@@ -685,7 +742,11 @@ pub fn run_traces_covered(
             why,
         ));
         h.stop();
+        extra.into_iter().for_each(Harness::stop);
         return Ok((out, coverage));
+    }
+    for e in &mut extra {
+        e.start(timeout)?;
     }
     // What a reader types to replay a saved trace against this harness.
     let impl_arg = match (program, args) {
@@ -700,89 +761,116 @@ pub fn run_traces_covered(
     }
     let mut wrote_svg = false;
     let mut shrunk: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut known_drawn = std::collections::BTreeSet::new();
     let progress = {
         use std::io::IsTerminal;
         std::io::stderr().is_terminal() && cfg.cases >= 200
     };
-    // First runs in parallel on `cfg.jobs` harnesses (the first is `h`);
-    // judging and shrinking below go in order, on `h`.
-    let wanted: Vec<(usize, String, super::trace::Trace)> = (0..cfg.cases)
+    // Generation, first run and judging in parallel on the workers; the
+    // loop below reads them in case order and shrinks on `h`, so nothing
+    // it reports depends on the number of workers.
+    let wanted: Vec<(usize, String)> = (0..cfg.cases)
         .map(|n| (n, format!("gen/{}/{n}", cfg.seed)))
         .filter(|(_, id)| wants(id))
-        .map(|(n, id)| {
+        .collect();
+    let parallel_seq = std::sync::atomic::AtomicU64::new(seq + 1);
+    let mut workers = vec![h];
+    workers.append(&mut extra);
+    let first_runs = par_cases(
+        &mut workers,
+        &wanted,
+        timeout,
+        &parallel_seq,
+        |h, n_seq, (n, _)| {
             let trace = generate_within(
-                cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64),
+                cfg.seed.wrapping_mul(1_000_003).wrapping_add(*n as u64),
                 cfg.max_steps,
                 &limits,
             );
-            (n, id, trace)
-        })
-        .collect();
-    let mut first_runs = if cfg.jobs > 1 && wanted.len() > 1 {
-        let mut extra = Vec::new();
-        for _ in 1..cfg.jobs {
-            let mut e = Harness::spawn(&h.program, &h.args)?;
-            e.schema = h.schema.clone();
-            e.start(timeout)?;
-            extra.push(e);
-        }
-        let parallel_seq = std::sync::atomic::AtomicU64::new(seq + 1);
-        let traces: Vec<&super::trace::Trace> = wanted.iter().map(|w| &w.2).collect();
-        let mut all = vec![h];
-        all.append(&mut extra);
-        let results = run_many(&mut all, &traces, timeout, &parallel_seq);
-        seq = parallel_seq.into_inner();
-        let mut all = all.into_iter();
-        h = all.next().ok_or("no harness")?;
-        for e in all {
-            e.stop();
-        }
-        Some(results.into_iter())
-    } else {
-        None
-    };
-    for (n, id, trace) in wanted {
+            let exercised = crate::check::model::judge::exercised(&trace);
+            let result = run_trace_case(h, n_seq, &trace, timeout);
+            let violations = match &result {
+                Ok(r) => judge(&trace, r),
+                Err(_) => Vec::new(),
+            };
+            FirstRun {
+                trace: Some(trace),
+                exercised,
+                result,
+                violations,
+            }
+        },
+        |r| matches!(r.result, Err(NoResult::Errored(_))),
+        || FirstRun {
+            trace: None,
+            exercised: Default::default(),
+            result: Err(NoResult::Errored(NO_HARNESS_LEFT.into())),
+            violations: Vec::new(),
+        },
+    );
+    seq = parallel_seq.into_inner();
+    let mut workers = workers.into_iter();
+    let mut h = workers.next().ok_or("no harness")?;
+    workers.for_each(Harness::stop);
+    for ((n, id), first) in wanted.into_iter().zip(first_runs) {
         if progress && n % 50 == 0 {
             eprint!("\rtraces {n}/{} ", cfg.cases);
         }
-        let exercised = crate::check::model::judge::exercised(&trace);
+        let FirstRun {
+            trace,
+            exercised,
+            result,
+            violations,
+        } = first;
+        // A case no worker reached is regenerated here, only to report it.
+        let (trace, exercised) = match trace {
+            Some(t) => (t, exercised),
+            None => {
+                let t = generate_within(
+                    cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64),
+                    cfg.max_steps,
+                    &limits,
+                );
+                let e = crate::check::model::judge::exercised(&t);
+                (t, e)
+            }
+        };
         coverage.traces += 1;
         for r in &exercised {
             *coverage.by_rule.entry((*r).to_owned()).or_default() += 1;
         }
         let cited = cited_rules(&exercised);
-        seq += 1;
-        let first = match first_runs.as_mut().and_then(Iterator::next) {
-            Some(r) => r,
-            None => run_trace_case(&mut h, seq, &trace, timeout),
-        };
-        let result = match first {
+        let result = match result {
             Ok(r) => r,
             Err(NoResult::Skipped(why)) => {
                 out.push(Outcome::skip(id, &cited, why));
                 continue;
             }
             Err(NoResult::Errored(e)) => {
+                // The worker restarted its harness already.
                 out.push(Outcome::errored(id, &cited, e));
-                // In parallel, the worker restarted its harness already.
-                if first_runs.is_none() {
-                    h.restart(timeout)?;
-                }
                 continue;
             }
         };
-        let violations = judge(&trace, &result);
         let Some(first) = violations.first().cloned() else {
             out.push(Outcome::pass(id, &cited));
             continue;
         };
         if cfg.known.iter().any(|p| super::select::glob(p, &id)) {
-            save(cfg, n, &id, &started, &first, &trace, None);
+            let file = trace_file(cfg, &id, &started, &first, &trace, None);
+            save(cfg, n, &file);
             let detail = format!(
                 "{}: {} (known failure: not shrunk)",
                 first.rule, first.detail
             );
-            out.push(Outcome::check(id, &[first.rule.as_str()], Some(detail)));
+            let mut o = Outcome::check(id, &[first.rule.as_str()], Some(detail));
+            // The first known failure of each rule carries its trace as
+            // generated, so a report can draw one example per rule without
+            // carrying hundreds.
+            if known_drawn.insert(first.rule.clone()) {
+                o.counterexample = Some(Box::new(Counterexample { file, result }));
+            }
+            out.push(o);
             continue;
         }
         let count = shrunk.entry(first.rule.clone()).or_insert(0usize);
@@ -791,7 +879,8 @@ pub fn run_traces_covered(
                 "not shrunk: {count} failures of {} were; replay with --only {id}",
                 first.rule
             );
-            if let Some(path) = save(cfg, n, &id, &started, &first, &trace, None) {
+            let file = trace_file(cfg, &id, &started, &first, &trace, None);
+            if let Some(path) = save(cfg, n, &file) {
                 note.push_str(&format!("; saved {}", path.display()));
             }
             let detail = failure_detail(&violations, &trace, &result, &note);
@@ -829,16 +918,20 @@ pub fn run_traces_covered(
                 note.push_str(&format!("; timeline {}", svg.display()));
             }
         }
-        save(cfg, n, &id, &started, &first, &trace, None);
-        if let Some(path) = save(
+        save(
             cfg,
             n,
+            &trace_file(cfg, &id, &started, &first, &trace, None),
+        );
+        let file = trace_file(
+            cfg,
             &id,
             &started,
             &small_v[0],
             &small,
             Some((&id, original)),
-        ) {
+        );
+        if let Some(path) = save(cfg, n, &file) {
             note.push_str(&format!(
                 "; saved {} (replay: procroute replay {}{impl_arg})",
                 path.display(),
@@ -847,7 +940,12 @@ pub fn run_traces_covered(
         }
         let detail = failure_detail(&small_v, &small, &small_result, &note);
         let rules: Vec<&str> = vec![first.rule.as_str()];
-        out.push(Outcome::check(id, &rules, Some(detail)));
+        let mut o = Outcome::check(id, &rules, Some(detail));
+        o.counterexample = Some(Box::new(Counterexample {
+            file,
+            result: small_result,
+        }));
+        out.push(o);
     }
     if progress {
         eprint!("\r{:30}\r", "");

@@ -87,6 +87,31 @@ pub fn parse_known_failures(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The findings a known-failures file names: for each id or glob, the
+/// first word of its `#` comment (`hermes-parse/profile  # H-PARSE-PROFILE`),
+/// the heading of its explanation in the implementation's FINDINGS.md.
+pub fn parse_known_findings(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let (pattern, comment) = l.split_once('#')?;
+            let pattern = pattern.trim();
+            let finding = comment.split_whitespace().next()?;
+            (!pattern.is_empty()).then(|| (pattern.to_owned(), finding.to_owned()))
+        })
+        .collect()
+}
+
+/// Names, on every expected failure, the finding of the first line of
+/// `findings` ([`parse_known_findings`]) whose pattern matches its id.
+pub fn tag_findings(outcomes: &mut [Outcome], findings: &[(String, String)]) {
+    for o in outcomes.iter_mut().filter(|o| o.expected_failure) {
+        o.finding = findings
+            .iter()
+            .find(|(p, _)| glob(p, &o.id))
+            .map(|(_, f)| f.clone());
+    }
+}
+
 /// Applies known failures: an expected failure that fails is marked
 /// expected (not counted as unexpected); one that passes is reported.
 pub fn apply_known_failures(outcomes: &mut [Outcome], known: &[String]) -> BTreeSet<String> {

@@ -1,0 +1,250 @@
+//! `procroute report` (the HTML page): from real `conform --json-out`
+//! reports, the matrix has a column per implementation and a row per cited
+//! rule with the right counts; every failure is listed, each drawn
+//! counterexample is an inline SVG, every link lands on an element of the
+//! page, nothing is fetched from elsewhere; hostile text stays text; known
+//! failures link to their finding. tests/browser/report.mjs checks the
+//! same page in a real browser (CI).
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use procroute::check::conform::html::{self, Input};
+use procroute::check::conform::{Outcome, Report};
+
+fn procroute(args: &[&str], env: &[(&str, &str)]) -> bool {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_procroute"));
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("procroute runs").status.success()
+}
+
+/// `conform` of the Python template (with `bug`, if any) with a small
+/// budget, its JSON report read back as the page's input.
+fn template_report(dir: &std::path::Path, name: &str, bug: Option<&str>) -> Input {
+    let template = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/spec/harnesses/example-python/harness.py"
+    );
+    let json = dir.join(format!("{name}.json"));
+    let cmd = format!("python3 {template}");
+    let env: Vec<(&str, &str)> = bug
+        .map(|b| ("PROCROUTE_TEMPLATE_BUG", b))
+        .into_iter()
+        .collect();
+    let ok = procroute(
+        &[
+            "conform",
+            "--impl",
+            &cmd,
+            "--cases",
+            "80",
+            "--dialect-cases",
+            "20",
+            "--min-coverage",
+            "0",
+            "--shrink-runs",
+            "40",
+            "--save",
+            &dir.join("saved").display().to_string(),
+            "--json-out",
+            &json.display().to_string(),
+            "--format",
+            "json",
+        ],
+        &env,
+    );
+    assert_eq!(ok, bug.is_none(), "exit status of the {name} run");
+    Input::read(&json).expect("the JSON report reads back")
+}
+
+/// A fresh folder of the system's temporary directory for one test.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("procroute-report-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn ids_and_links(page: &str) -> (BTreeSet<String>, Vec<String>) {
+    let grab = |attr: &str| -> Vec<String> {
+        page.split(attr)
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next().map(str::to_owned))
+            .collect()
+    };
+    let ids = grab(" id=\"").into_iter().collect();
+    let links = grab(" href=\"");
+    (ids, links)
+}
+
+#[test]
+fn the_page_shows_every_failure_and_draws_counterexamples() {
+    let dir = scratch("page");
+    let good = template_report(&dir, "good", None);
+    let bad = template_report(&dir, "bad", Some("kill-silent"));
+    let failed: Vec<&Outcome> = bad.report.outcomes.iter().filter(|o| !o.passed).collect();
+    assert!(!failed.is_empty(), "the bug fails cases");
+    let drawn = failed.iter().filter(|o| o.counterexample.is_some()).count();
+    assert!(drawn >= 1, "shrunk failures carry their counterexample");
+    let page = html::render(&[good.clone(), bad.clone()]);
+
+    // The matrix: two implementation columns (told apart), a row per rule.
+    let matrix = html::matrix(&[good.clone(), bad.clone()]);
+    let table = page
+        .split("<table id=\"matrix-table\">")
+        .nth(1)
+        .and_then(|t| t.split("</table>").next())
+        .expect("the matrix table");
+    let head = table.split("</thead>").next().expect("a head");
+    assert_eq!(head.matches("<th>").count(), 3, "rule + 2 columns: {head}");
+    assert!(head.contains("example-python 0.1.0 (#1)") && head.contains("(#2)"));
+    assert_eq!(table.matches("<tr><th title=").count(), matrix.len());
+    // The bug's rule fails in its column only, and links to its failures.
+    let (rule, cells) = matrix
+        .iter()
+        .find(|(_, c)| c[1].failed > 0)
+        .expect("a failing rule");
+    assert_eq!(
+        cells[0].failed + cells[0].known,
+        0,
+        "{rule} fails for the good run"
+    );
+    assert!(page.contains(&format!("<td class=\"fail\"><a href=\"#i1-{rule}\">")));
+
+    // Every failure is listed once; each counterexample is drawn inline.
+    assert_eq!(
+        page.matches("<details class=\"failure").count(),
+        failed.len()
+    );
+    assert_eq!(page.matches("<svg ").count(), drawn);
+    assert_eq!(page.matches("code class=\"replay\"").count(), drawn);
+    let cx = failed
+        .iter()
+        .find_map(|o| o.counterexample.as_ref())
+        .expect("a counterexample");
+    assert!(
+        page.contains(&html::escape(&cx.file.to_json())),
+        "its trace file is on the page"
+    );
+
+    // Links land on the page; nothing comes from elsewhere.
+    let (ids, links) = ids_and_links(&page);
+    for l in &links {
+        let target = l
+            .strip_prefix('#')
+            .unwrap_or_else(|| panic!("a link leaves the page: {l}"));
+        assert!(
+            ids.contains(target),
+            "a link to #{target}, which is not on the page"
+        );
+    }
+    for outside in [" src=", "url(", "@import", "href=\"http", "<link"] {
+        assert!(
+            !page.contains(outside),
+            "the page loads something ({outside})"
+        );
+    }
+}
+
+#[test]
+fn hostile_text_stays_text() {
+    let mut o = Outcome::check(
+        "gen/1/<script>alert(1)</script>",
+        &["PROC-1"],
+        Some("PROC-1: \u{0}</pre><img src=x onerror=alert(1)> \u{202e}bidi \u{7}".into()),
+    );
+    o.expected_failure = true;
+    o.finding = Some("H-<b>".into());
+    let input = Input {
+        label: "evil <i>impl</i>".into(),
+        report: Report::new("0.1.0".into(), vec![o]),
+        findings: Some("## H-X — </pre><script>x()</script>\nbody \u{0}\n".into()),
+    };
+    let page = html::render(&[input]);
+    for raw in [
+        "<script>alert",
+        "<img",
+        "<i>impl",
+        "</pre><script>",
+        "\u{0}",
+        "\u{7}",
+        "H-<b>",
+    ] {
+        assert!(!page.contains(raw), "{raw:?} reached the page raw");
+    }
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(page.contains("\\u{0}") && page.contains("\\u{7}"));
+    // The only scripts are the page's own.
+    assert_eq!(page.matches("<script>").count(), 1);
+}
+
+#[test]
+fn known_failures_link_to_their_findings() {
+    let mut o = Outcome::check(
+        "hermes-parse/profile",
+        &["KEY-H3"],
+        Some("KEY-H3: no".into()),
+    );
+    o.expected_failure = true;
+    o.finding = Some("H-PARSE-PROFILE".into());
+    let mut other = o.clone();
+    other.id = "hermes-parse/other".into();
+    other.finding = Some("H-NOT-WRITTEN".into());
+    let findings = "# hermes\n\n## H-PARSE-PROFILE — profile keys do not parse\n\nThe story.\n\n## H-LATE — late\n\nx\n";
+    let input = Input {
+        label: "hermes-agent 0.19.0".into(),
+        report: Report::new("0.1.0".into(), vec![o, other]),
+        findings: Some(findings.into()),
+    };
+    let page = html::render(&[input]);
+    assert!(page.contains("<a href=\"#i0-finding-H-PARSE-PROFILE\">H-PARSE-PROFILE</a>"));
+    assert!(page.contains("id=\"i0-finding-H-PARSE-PROFILE\""));
+    assert!(page.contains("The story."));
+    assert!(page.contains("H-NOT-WRITTEN (no such section in the FINDINGS.md read)"));
+    // Known failures are counted apart in the matrix.
+    assert!(page.contains("<td class=\"known\"><a href=\"#i0-KEY-H3\">✗ 2 of 2 known</a></td>"));
+}
+
+#[test]
+fn spec_rules_are_every_rule_paragraph_of_spec_md() {
+    let spec = include_str!("../spec/SPEC.md");
+    let rules = html::spec_rules();
+    let ids: Vec<&str> = rules.iter().map(|(id, _)| id.as_str()).collect();
+    let written = spec
+        .lines()
+        .filter(|l| {
+            l.strip_prefix("**")
+                .and_then(|r| r.split_once("**"))
+                .is_some_and(|(id, _)| {
+                    id.contains('-')
+                        && id
+                            .chars()
+                            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-')
+                })
+        })
+        .count();
+    assert_eq!(ids.len(), written);
+    let unique: BTreeSet<&str> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), ids.len(), "a rule id twice");
+    let proc5 = rules.iter().find(|(id, _)| id == "PROC-5").expect("PROC-5");
+    assert!(proc5.1.starts_with("A cooldown window"), "{}", proc5.1);
+    assert!(
+        proc5.1.contains("watch_disabled"),
+        "the paragraph continues over lines"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_report_is_named() {
+    let path = scratch("garbage").join("garbage.json");
+    std::fs::write(&path, "{\"outcomes\": 3}").expect("write");
+    let e = Input::read(&path).expect_err("not a report");
+    assert!(
+        e.contains("garbage.json") && e.contains("not a procroute conform JSON report"),
+        "{e}"
+    );
+    assert!(!procroute(&["report", &path.display().to_string()], &[]));
+}
