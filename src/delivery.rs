@@ -22,8 +22,20 @@ const VERSION: u64 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum NotificationId {
-    Process { run: RunId, seq: u32 },
-    Shutdown { epoch: u64, index: u32 },
+    /// A process event's notification.
+    Process {
+        /// The run.
+        run: RunId,
+        /// The event's number in the run.
+        seq: u32,
+    },
+    /// A shutdown notice.
+    Shutdown {
+        /// Which shutdown (they are counted across restarts).
+        epoch: u64,
+        /// The thread's number among that shutdown's notices.
+        index: u32,
+    },
 }
 
 /// What a notification is (TEXT-1). Typed, so no reader ever learns it
@@ -31,17 +43,26 @@ pub enum NotificationId {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoticeKind {
+    /// Output matched a watch pattern.
     WatchMatch,
+    /// Watching was switched off (strikes).
     WatchDisabled,
+    /// The process ended.
     Completion,
+    /// The gateway is going down.
     Shutdown,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A rendered notification with its identity and destination.
 pub struct Notification {
+    /// What makes it unique (delivered at most once).
     pub id: NotificationId,
+    /// What it is.
     pub kind: NoticeKind,
+    /// The thread it goes to.
     pub destination: Destination,
+    /// The text the adapter posts.
     pub text: String,
 }
 
@@ -62,16 +83,20 @@ pub enum DeadCause {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+/// The delivery engine's limits, hermes-compatible defaults.
 pub struct DeliveryLimits {
     /// Sends per notification before it is dead-lettered.
     pub max_attempts: u32,
+    /// First retry after this many ms, doubling per attempt.
     pub backoff_base_ms: u64,
+    /// Retries wait at most this many ms.
     pub backoff_max_ms: u64,
     /// Remembered delivered ids (exactly-once window).
     pub delivered_log_max: usize,
     /// Queued notifications across all threads; beyond this, enqueue is
     /// refused with back-pressure (never a silent drop).
     pub queue_max: usize,
+    /// Dead letters kept (the oldest are forgotten; the count stays).
     pub dead_letter_max: usize,
     /// The gateway ticks at least this often; a notification for an idle
     /// thread is sent within one tick (DELIVER-1).
@@ -102,22 +127,33 @@ struct Pending {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A notification that will not be delivered, and why.
 pub struct DeadLetter {
+    /// The notification.
     pub notification: Notification,
+    /// Why, as a category.
     pub cause: DeadCause,
+    /// Why, in words.
     pub reason: String,
+    /// When it was given up (the explicit clock's ms).
     pub at_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a notification was not queued.
 pub enum EnqueueError {
     #[error("{max} notifications are queued, the limit: the caller must hold this one and retry")]
-    Backpressure { max: usize },
+    /// The queue holds [`DeliveryLimits::queue_max`] notifications already.
+    Backpressure {
+        /// The limit.
+        max: usize,
+    },
 }
 
 /// What `enqueue` did with a notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Enqueued {
+    /// Queued for delivery.
     Queued,
     /// Already delivered or already queued: ignored (DELIVER-3).
     Duplicate,
@@ -135,6 +171,9 @@ struct Body {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// The delivery state machine: per-thread queues, busy threads, retries
+/// with backoff, the delivered log that makes delivery exactly-once, dead
+/// letters (DELIVER-1..DELIVER-9). No I/O.
 pub struct DeliveryEngine {
     limits: DeliveryLimits,
     queues: BTreeMap<Destination, VecDeque<Pending>>,
@@ -154,6 +193,7 @@ pub struct DeliveryEngine {
 }
 
 impl DeliveryEngine {
+    /// An empty engine with these limits.
     pub fn new(limits: DeliveryLimits) -> DeliveryEngine {
         DeliveryEngine {
             limits,
@@ -188,6 +228,7 @@ impl DeliveryEngine {
         }
     }
 
+    /// Whether the delivered log holds (or held) the run's completion.
     pub fn has_completion(&self, run: crate::registry::RunId) -> bool {
         self.completions.contains(&run)
     }
@@ -225,10 +266,12 @@ impl DeliveryEngine {
             .unwrap_or(0)
     }
 
+    /// The limits it enforces.
     pub fn limits(&self) -> &DeliveryLimits {
         &self.limits
     }
 
+    /// Queues a notification (DELIVER-3: a duplicate id is ignored).
     pub fn enqueue(&mut self, n: Notification, now_ms: u64) -> Result<Enqueued, EnqueueError> {
         if self.delivered.contains(&n.id) || self.queued_ids.contains(&n.id) {
             return Ok(Enqueued::Duplicate);
@@ -261,10 +304,12 @@ impl DeliveryEngine {
         self.busy.insert(d.clone());
     }
 
+    /// A turn ended in the thread: what waited becomes sendable.
     pub fn turn_ended(&mut self, d: &Destination) {
         self.busy.remove(d);
     }
 
+    /// Whether a turn is running in the thread.
     pub fn is_busy(&self, d: &Destination) -> bool {
         self.busy.contains(d)
     }
@@ -390,18 +435,24 @@ impl DeliveryEngine {
             .max()
     }
 
+    /// Whether the notification was delivered (within the remembered window).
     pub fn was_delivered(&self, id: &NotificationId) -> bool {
         self.delivered.contains(id)
     }
 
+    /// The dead letters kept.
     pub fn dead_letters(&self) -> impl Iterator<Item = &DeadLetter> {
         self.dead.iter()
     }
 
+    /// Notifications this engine dead-lettered, those forgotten beyond
+    /// `dead_letter_max` included (after a restart, counting from the dead
+    /// letters the log kept).
     pub fn dead_total(&self) -> u64 {
         self.dead_total
     }
 
+    /// How many notifications are queued.
     pub fn queued(&self) -> usize {
         self.queued_ids.len()
     }
@@ -459,6 +510,7 @@ impl DeliveryEngine {
         persist::encode(FORMAT, VERSION, &body)
     }
 
+    /// Reads a delivery log written by [`DeliveryEngine::encode`].
     pub fn decode(bytes: &[u8], limits: DeliveryLimits) -> Result<DeliveryEngine, FileProblem> {
         let body: Body = persist::decode(FORMAT, VERSION, bytes)?;
         let mut e = DeliveryEngine::new(limits);

@@ -158,6 +158,8 @@ impl Fault {
 pub struct Switch(#[cfg(feature = "faults")] Option<Fault>);
 
 impl Switch {
+    /// The fault the gateway's config switches on (always off without the
+    /// feature `faults`).
     pub fn of(config: &crate::gateway::Config) -> Switch {
         #[cfg(feature = "faults")]
         {

@@ -23,9 +23,14 @@ use crate::text;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
+/// What a gateway is configured with; every field has hermes-compatible
+/// defaults.
 pub struct Config {
+    /// How origins become session keys (KEY-3).
     pub policy: Policy,
+    /// The background processes' limits.
     pub limits: Limits,
+    /// The delivery engine's limits.
     pub delivery: DeliveryLimits,
     /// Test-only fault switch (feature `faults`).
     #[cfg(feature = "faults")]
@@ -35,45 +40,66 @@ pub struct Config {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "input", rename_all = "snake_case")]
+/// What the world tells the gateway: one input at a time, with the clock's
+/// time beside it ([`Gateway::handle`]).
 pub enum Input {
     /// A user message arrived in a thread (opens or touches its lane).
     Message {
+        /// The thread the message came from.
         origin: Origin,
     },
+    /// The agent started a turn in a thread (its notifications wait, DELIVER-1).
     TurnStarted {
+        /// The turn's thread.
         origin: Origin,
     },
+    /// The agent's turn in a thread ended (what waited is sent).
     TurnEnded {
+        /// The turn's thread.
         origin: Origin,
     },
     /// `/new` in a thread.
     Reset {
+        /// The thread.
         origin: Origin,
     },
     /// A turn started a background process; `origin` is that turn's origin.
     Spawn {
+        /// The starting turn's origin: where the notifications go (ROUTE-1).
         origin: Origin,
+        /// The caller's name for the process.
         process_id: String,
+        /// The command line.
         command: String,
         #[serde(default)]
+        /// Output patterns that notify when they match.
         watch_patterns: Vec<String>,
         #[serde(default)]
+        /// Notify when the process ends.
         notify_on_exit: bool,
     },
+    /// A process wrote output.
     Output {
+        /// The run (from [`Output::Spawned`]).
         run: RunId,
+        /// The output, as text.
         chunk: String,
     },
+    /// A process ended.
     Finished {
+        /// The run.
         run: RunId,
+        /// How it ended.
         completion: Completion,
     },
     /// Time passed; send what is due.
     Tick,
     /// The adapter's answer for a `Send`.
     Sent {
+        /// The notification offered.
         id: NotificationId,
         #[serde(default)]
+        /// `None`: delivered; `Some(error)`: the send failed (retried later).
         error: Option<String>,
     },
     /// The gateway is going down: one notice per thread with a lane.
@@ -96,45 +122,67 @@ pub enum Effect {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FileKind {
+    /// The session store (`store.json`).
     Store,
+    /// The process registry's checkpoint (`checkpoint.json`).
     Checkpoint,
+    /// The delivery log (`delivery.json`).
     Delivery,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "output", rename_all = "snake_case")]
+/// What the gateway asks the world to do, in order ([`Gateway::handle`]).
 pub enum Output {
     /// Persist these bytes before acting on anything later in this batch.
     Persist {
+        /// Which file.
         file: FileKind,
+        /// Its whole new contents.
         bytes: Vec<u8>,
     },
+    /// A spawn was accepted: the driver starts the process as this run.
     Spawned {
+        /// The run id to report its output and end with.
         run: RunId,
+        /// The session key it belongs to.
         lane: Lane,
     },
+    /// Offer this notification to the adapter; answer with [`Input::Sent`].
     Send(Notification),
     /// An event that was not routed; its notification is dead-lettered.
     Dropped {
+        /// The run.
         run: RunId,
+        /// The event's number in the run.
         seq: u32,
+        /// Why it was not routed.
         reason: DropReason,
     },
     /// An input that could not be applied, with the reason.
     Rejected {
+        /// Why.
         reason: String,
     },
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Counters for monitoring.
 pub struct Stats {
+    /// Notifications routed from the persisted session store.
     pub routed_from_store: u64,
+    /// Notifications routed from the event's captured origin.
     pub routed_from_capture: u64,
+    /// Events that were not routed (ROUTE-4).
     pub dropped: u64,
+    /// Shutdown notices sent.
     pub shutdown_notices_sent: u64,
 }
 
 #[derive(Debug, Clone)]
+/// The sans-IO gateway: the session store, the process registry, the router
+/// and the delivery engine behind one [`Gateway::handle`]. It never reads a
+/// clock or touches a file; a driver (`driver::Runtime`) does.
 pub struct Gateway {
     config: Config,
     store: SessionStore,
@@ -180,6 +228,7 @@ impl Gateway {
         }
     }
 
+    /// A gateway with nothing persisted yet.
     pub fn new(config: Config) -> Gateway {
         Gateway {
             store: SessionStore::new(DEFAULT_MAX_LANES),
@@ -333,15 +382,19 @@ impl Gateway {
         Ok(())
     }
 
+    /// The session store.
     pub fn store(&self) -> &SessionStore {
         &self.store
     }
+    /// The process registry.
     pub fn registry(&self) -> &Registry {
         &self.registry
     }
+    /// The delivery engine.
     pub fn delivery(&self) -> &DeliveryEngine {
         &self.delivery
     }
+    /// The monitoring counters.
     pub fn stats(&self) -> &Stats {
         &self.stats
     }

@@ -26,12 +26,19 @@ pub const MAX_PLATFORM_BYTES: usize = 32;
 pub enum Field {
     /// An id whose role the context does not name.
     Id,
+    /// The platform token (`telegram`, `slack`, …).
     Platform,
+    /// The chat type (`dm`, `group`, `channel`, `thread`).
     ChatType,
+    /// The chat's id.
     ChatId,
+    /// The thread's id within the chat (a topic, a Slack thread, …).
     ThreadId,
+    /// The sender's id.
     UserId,
+    /// The sender's display name (carried, never keyed).
     UserName,
+    /// A profile namespace of a keying policy.
     Profile,
 }
 
@@ -55,21 +62,37 @@ impl fmt::Display for Field {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum OriginError {
     #[error("{field} must not be empty")]
-    Empty { field: Field },
-    #[error("{field} is {len} bytes long, the limit is {max}")]
-    TooLong {
+    /// A required value is the empty string.
+    Empty {
+        /// Which part of the origin is empty.
         field: Field,
+    },
+    #[error("{field} is {len} bytes long, the limit is {max}")]
+    /// A value is longer than its limit.
+    TooLong {
+        /// Which part of the origin is too long.
+        field: Field,
+        /// Its length, in bytes.
         len: usize,
+        /// The limit, in bytes.
         max: usize,
     },
     #[error("{field} {value:?} is not a valid token: {reason}")]
+    /// A token (platform, profile) has a character its grammar does not allow.
     BadToken {
+        /// Which part of the origin is wrong.
         field: Field,
+        /// The value as given.
         value: String,
+        /// What is wrong with it.
         reason: &'static str,
     },
     #[error("chat_type {value:?} is unknown (expected dm, group, channel or thread)")]
-    UnknownChatType { value: String },
+    /// A chat type other than the four of ORIGIN-4.
+    UnknownChatType {
+        /// The value as given.
+        value: String,
+    },
 }
 
 /// An opaque, non-empty id of at most [`MAX_ID_BYTES`] bytes.
@@ -94,6 +117,7 @@ impl Id {
         Ok(Id(value.into()))
     }
 
+    /// The id, byte-exact as given (ORIGIN-5).
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -132,6 +156,7 @@ impl fmt::Display for Id {
 pub struct Platform(Arc<str>);
 
 impl Platform {
+    /// Validates a platform token (ORIGIN-3).
     pub fn new(value: impl Into<String>) -> Result<Platform, OriginError> {
         let value = value.into();
         match platform_token_problem(&value) {
@@ -152,6 +177,7 @@ impl Platform {
         }
     }
 
+    /// The token.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -220,13 +246,18 @@ impl fmt::Display for Platform {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChatType {
+    /// A direct message between the agent and one user.
     Dm,
+    /// A group chat (several users, no threads of its own).
     Group,
+    /// A broadcast channel.
     Channel,
+    /// A thread of a chat: a forum topic, a Slack or Discord thread.
     Thread,
 }
 
 impl ChatType {
+    /// Every chat type, in the order of ORIGIN-4.
     pub const ALL: [ChatType; 4] = [
         ChatType::Dm,
         ChatType::Group,
@@ -234,6 +265,7 @@ impl ChatType {
         ChatType::Thread,
     ];
 
+    /// The wire form: `dm`, `group`, `channel` or `thread`.
     pub fn as_str(self) -> &'static str {
         match self {
             ChatType::Dm => "dm",
@@ -271,6 +303,7 @@ impl fmt::Display for ChatType {
 pub struct UserName(String);
 
 impl UserName {
+    /// Validates a display name: non-empty, at most [`MAX_NAME_BYTES`] bytes.
     pub fn new(value: impl Into<String>) -> Result<UserName, OriginError> {
         let value = value.into();
         if value.is_empty() {
@@ -288,6 +321,7 @@ impl UserName {
         Ok(UserName(value))
     }
 
+    /// The name as given.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -332,14 +366,20 @@ pub struct Origin {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawOrigin {
+    /// The platform token.
     pub platform: String,
+    /// The chat type, one of ORIGIN-4's four.
     pub chat_type: String,
+    /// The chat's id.
     pub chat_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The thread's id, if the conversation is in one.
     pub thread_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The sender's id, if known.
     pub user_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The sender's display name, if known.
     pub user_name: Option<String>,
 }
 
@@ -384,16 +424,19 @@ impl Origin {
         })
     }
 
+    /// The same origin in the thread `thread_id` (validated like every id).
     pub fn with_thread(mut self, thread_id: &str) -> Result<Origin, OriginError> {
         self.thread_id = Some(Id::new(Field::ThreadId, thread_id)?);
         Ok(self)
     }
 
+    /// The same origin from the user `user_id` (validated like every id).
     pub fn with_user(mut self, user_id: &str) -> Result<Origin, OriginError> {
         self.user_id = Some(Id::new(Field::UserId, user_id)?);
         Ok(self)
     }
 
+    /// The same origin with the sender's display name `name`.
     pub fn with_user_name(mut self, name: &str) -> Result<Origin, OriginError> {
         self.user_name = Some(UserName::new(name)?);
         Ok(self)
@@ -418,21 +461,27 @@ impl Origin {
         }
     }
 
+    /// The platform.
     pub fn platform(&self) -> &Platform {
         &self.platform
     }
+    /// The chat type.
     pub fn chat_type(&self) -> ChatType {
         self.chat_type
     }
+    /// The chat's id.
     pub fn chat_id(&self) -> &Id {
         &self.chat_id
     }
+    /// The thread's id, if any.
     pub fn thread_id(&self) -> Option<&Id> {
         self.thread_id.as_ref()
     }
+    /// The sender's id, if any.
     pub fn user_id(&self) -> Option<&Id> {
         self.user_id.as_ref()
     }
+    /// The sender's display name, if any.
     pub fn user_name(&self) -> Option<&UserName> {
         self.user_name.as_ref()
     }

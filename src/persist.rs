@@ -17,12 +17,21 @@ pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
 #[derive(Debug, thiserror::Error)]
 pub enum PersistError {
     #[error("{file}: {source}")]
+    /// Reading or writing the file failed.
     Io {
+        /// The file.
         file: String,
+        /// The operating system's error.
         source: std::io::Error,
     },
     #[error("{file}: {problem}")]
-    Bad { file: String, problem: FileProblem },
+    /// The file's contents are not a valid file of its kind.
+    Bad {
+        /// The file.
+        file: String,
+        /// What is wrong with it.
+        problem: FileProblem,
+    },
 }
 
 /// Why a file's bytes cannot be decoded (STORE-5).
@@ -30,15 +39,41 @@ pub enum PersistError {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FileProblem {
     #[error("file is truncated ({detail})")]
-    Truncated { detail: String },
+    /// The file ends early.
+    Truncated {
+        /// Where and how.
+        detail: String,
+    },
     #[error("file is corrupt ({detail})")]
-    Corrupt { detail: String },
+    /// The contents do not decode.
+    Corrupt {
+        /// What does not decode.
+        detail: String,
+    },
     #[error("file is a {found:?} file, expected {expected:?}")]
-    WrongFormat { found: String, expected: String },
+    /// The file is another kind of procroute file, or not one at all.
+    WrongFormat {
+        /// The format it names.
+        found: String,
+        /// The format expected.
+        expected: String,
+    },
     #[error("file has format version {found}, this build reads version {supported}")]
-    UnknownVersion { found: u64, supported: u64 },
+    /// The file is from a newer (or unknown) version.
+    UnknownVersion {
+        /// Its version.
+        found: u64,
+        /// The version this build reads.
+        supported: u64,
+    },
     #[error("file is {len} bytes, the limit is {max}")]
-    TooLarge { len: u64, max: u64 },
+    /// The file is larger than [`MAX_FILE_BYTES`].
+    TooLarge {
+        /// Its length, in bytes.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
 }
 
 /// The envelope every persisted file has.
@@ -114,6 +149,7 @@ pub trait Persist {
 /// In-memory backend: for tests and for gateways that persist elsewhere.
 #[derive(Debug, Default, Clone)]
 pub struct MemoryPersist {
+    /// The stored bytes, `None` before the first store.
     pub bytes: Option<Vec<u8>>,
 }
 

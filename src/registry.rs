@@ -29,18 +29,25 @@ pub struct Limits {
     pub watch_strike_limit: u32,
     /// Global breaker: at most this many watch events per window...
     pub global_max_per_window: u32,
+    /// …per this many ms.
     pub global_window_ms: u64,
     /// ...then no watch events for this long.
     pub global_cooldown_ms: u64,
     /// Output excerpt bounds.
     pub excerpt_max_lines: usize,
+    /// At most this many characters of an excerpt.
     pub excerpt_max_chars: usize,
     /// Bytes of output tail kept for the completion notification.
     pub tail_max_chars: usize,
+    /// At most this many processes run at once.
     pub max_processes: usize,
+    /// At most this many watch patterns per process.
     pub max_patterns: usize,
+    /// At most this many bytes per watch pattern.
     pub max_pattern_bytes: usize,
+    /// At most this many bytes of command line.
     pub max_command_bytes: usize,
+    /// At most this many bytes of process id.
     pub max_process_id_bytes: usize,
 }
 
@@ -71,36 +78,59 @@ impl Default for Limits {
 pub struct RunId(pub u64);
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What the agent asks for when it starts a background process.
 pub struct SpawnRequest {
     /// The caller's name for the process (`proc_1a2b`), opaque.
     pub process_id: String,
     /// The origin of the turn that started the process.
     pub origin: Origin,
+    /// The session key of that origin, under the gateway's policy.
     pub lane: Lane,
+    /// The command line, for the notification's text.
     pub command: String,
     #[serde(default)]
+    /// Output patterns that notify when they match (PROC-4).
     pub watch_patterns: Vec<String>,
     #[serde(default)]
+    /// Notify when the process ends (PROC-3).
     pub notify_on_exit: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why the registry refused a spawn or a finish.
 pub enum RegistryError {
     #[error("{what} is {len} bytes, the limit is {max}")]
+    /// A string is longer than its limit.
     TooLong {
+        /// Which string (`command`, `process id`, `watch pattern`).
         what: &'static str,
+        /// Its length, in bytes.
         len: usize,
+        /// The limit, in bytes.
         max: usize,
     },
     #[error("{count} watch patterns, the limit is {max}")]
-    TooManyPatterns { count: usize, max: usize },
+    /// More watch patterns than [`Limits::max_patterns`].
+    TooManyPatterns {
+        /// How many were given.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
     #[error("a watch pattern is empty")]
+    /// A watch pattern is the empty string (it would match everything).
     EmptyPattern,
     #[error("{max} processes are running, the limit")]
-    Full { max: usize },
+    /// [`Limits::max_processes`] processes are running already.
+    Full {
+        /// The limit.
+        max: usize,
+    },
     #[error("run {0:?} is not running")]
+    /// The run is not (or no longer) running.
     NotRunning(RunId),
     #[error("process id is empty")]
+    /// The process id is the empty string.
     EmptyProcessId,
 }
 
@@ -108,35 +138,54 @@ pub enum RegistryError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Completion {
+    /// It exited by itself.
     Exited {
+        /// Its exit code.
         code: i32,
     },
+    /// A signal ended it.
     Signaled {
+        /// The signal's number.
         signal: i32,
     },
+    /// The agent (or the gateway) killed it.
     Killed,
     /// It vanished across a gateway restart (PROC-8).
     Lost,
+    /// It never started.
     FailedToStart {
+        /// Why, as the driver reported it.
         reason: String,
     },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+/// What happened to a process that may need a notification.
 pub enum EventKind {
+    /// Output matched a watch pattern (PROC-4).
     WatchMatch {
+        /// The pattern that matched.
         pattern: String,
+        /// The lines around the match, bounded ([`Limits::excerpt_max_lines`],
+        /// [`Limits::excerpt_max_chars`]).
         excerpt: String,
         /// Matches dropped (rate limit or breaker) since the last event.
         suppressed: u64,
     },
     /// Watching was switched off after too many strike windows; the process
     /// now notifies on exit (PROC-5).
-    WatchDisabled { suppressed: u64 },
+    WatchDisabled {
+        /// Matches dropped since the last event, the strikes' included.
+        suppressed: u64,
+    },
+    /// The process ended (PROC-3).
     Completion {
+        /// How it ended.
         completion: Completion,
+        /// The end of its output, bounded ([`Limits::tail_max_chars`]).
         tail: String,
+        /// Watch matches dropped since the last event.
         suppressed: u64,
     },
 }
@@ -144,13 +193,22 @@ pub enum EventKind {
 /// One event, carrying everything routing needs (PROC-2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessEvent {
+    /// The run it is about.
     pub run: RunId,
+    /// Its number among the run's events, from 0: what makes a delivery
+    /// idempotent (DELIVER-3).
     pub seq: u32,
+    /// The caller's process id.
     pub process_id: String,
+    /// The origin captured at spawn: where the notification goes (ROUTE-1).
     pub origin: Origin,
+    /// The session key captured at spawn.
     pub lane: Lane,
+    /// The command line.
     pub command: String,
+    /// When it happened (the explicit clock's ms).
     pub at_ms: u64,
+    /// What happened.
     pub kind: EventKind,
 }
 
@@ -184,6 +242,8 @@ struct Body {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// The background processes' state machine: runs, watch rate limits, the
+/// global breaker; events out, no I/O (PROC-1..PROC-9).
 pub struct Registry {
     limits: Limits,
     next_run: u64,
@@ -196,6 +256,7 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// An empty registry with these limits.
     pub fn new(limits: Limits) -> Registry {
         Registry {
             limits,
@@ -207,6 +268,7 @@ impl Registry {
         }
     }
 
+    /// The limits it enforces.
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
@@ -221,10 +283,12 @@ impl Registry {
         self.next_run
     }
 
+    /// The running runs and what started each.
     pub fn running(&self) -> impl Iterator<Item = (RunId, &SpawnRequest)> {
         self.running.iter().map(|(r, p)| (*r, &p.req))
     }
 
+    /// Whether `run` is still running.
     pub fn is_running(&self, run: RunId) -> bool {
         self.running.contains_key(&run)
     }
@@ -529,8 +593,11 @@ impl Registry {
 
 /// What the delivery log knows about runs, for [`Registry::restore`].
 pub struct RecordedLog<'a> {
+    /// Whether the log holds a completion of the run.
     pub completed: &'a dyn Fn(RunId) -> bool,
+    /// The highest event sequence number the log holds for the run.
     pub seq: &'a dyn Fn(RunId) -> Option<u32>,
+    /// The highest run id the log knows (so restored run ids never repeat).
     pub max_run: Option<u64>,
 }
 

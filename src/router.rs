@@ -14,14 +14,19 @@ use crate::store::{Lane, SessionStore};
 /// Where a notification goes: a thread (or a chat without threads).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Destination {
+    /// The platform.
     pub platform: Platform,
+    /// The chat type.
     pub chat_type: ChatType,
+    /// The chat's id.
     pub chat_id: Id,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The thread, if the conversation is in one.
     pub thread_id: Option<Id>,
 }
 
 impl Destination {
+    /// Where a notification for this origin goes.
     pub fn of(origin: &Origin) -> Destination {
         Destination {
             platform: origin.platform().clone(),
@@ -36,14 +41,20 @@ impl Destination {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RouteSource {
+    /// The persisted session store's origin of the lane.
     Store,
+    /// The origin the event captured at spawn.
     Captured,
+    /// The session key itself, where it determines chat and thread.
     Key,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A destination, and where the router found it.
 pub struct Routed {
+    /// Where the notification goes.
     pub destination: Destination,
+    /// Which step of ROUTE-2 found it.
     pub source: RouteSource,
 }
 
@@ -57,14 +68,22 @@ pub enum DropReason {
     /// guessing would risk a leak, so the event goes nowhere.
     #[error("lane {lane}: stored origin and captured origin disagree")]
     OriginConflict {
+        /// The lane.
         lane: Lane,
+        /// The thread the store names.
         stored: Box<Destination>,
+        /// The thread the event captured.
         captured: Box<Destination>,
     },
     /// No stored origin, no captured origin, and the key does not determine
     /// chat and thread with certainty.
     #[error("lane {lane}: no stored or captured origin, and the key cannot tell ({why})")]
-    NoRoute { lane: Lane, why: String },
+    NoRoute {
+        /// The lane.
+        lane: Lane,
+        /// Why the key cannot tell.
+        why: String,
+    },
 }
 
 /// Resolves a registry event (ROUTE-2): the stored origin of its lane, else

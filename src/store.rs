@@ -39,6 +39,7 @@ impl Lane {
         Lane(canonical::build(origin, policy))
     }
 
+    /// The key, in the canonical dialect.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -57,21 +58,35 @@ impl fmt::Display for Lane {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What the store knows about one lane.
 pub struct Entry {
     /// The origin that created the lane (STORE-1).
     pub origin: Origin,
     /// Changes on `/new` (STORE-2).
     pub conversation: u64,
+    /// When the lane was first seen (the explicit clock's ms).
     pub created_ms: u64,
+    /// When the lane was last observed.
     pub updated_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why the store refused a change.
 pub enum StoreError {
     #[error("the store holds {max} lanes, its limit; lane {lane} not created")]
-    Full { lane: Lane, max: usize },
+    /// The store holds [`SessionStore::new`]'s `max_lanes` lanes already.
+    Full {
+        /// The lane that was not created.
+        lane: Lane,
+        /// The limit.
+        max: usize,
+    },
     #[error("lane {lane} does not exist")]
-    NoSuchLane { lane: Lane },
+    /// The lane named does not exist.
+    NoSuchLane {
+        /// The lane named.
+        lane: Lane,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,6 +103,8 @@ struct BodyRef<'a> {
 }
 
 #[derive(Clone, PartialEq, Eq)]
+/// The persisted session store: each lane's origin and conversation,
+/// the origin a notification is routed to (STORE-1). Plain data, no I/O.
 pub struct SessionStore {
     lanes: HashMap<Lane, Entry, LaneHasher>,
     next_conversation: u64,
@@ -115,6 +132,7 @@ impl Default for SessionStore {
 }
 
 impl SessionStore {
+    /// An empty store that holds at most `max_lanes` lanes.
     pub fn new(max_lanes: usize) -> SessionStore {
         SessionStore {
             lanes: HashMap::default(),
@@ -174,14 +192,17 @@ impl SessionStore {
         c
     }
 
+    /// The lane's entry, if the store has it.
     pub fn get(&self, lane: &Lane) -> Option<&Entry> {
         self.lanes.get(lane)
     }
 
+    /// How many lanes the store holds.
     pub fn len(&self) -> usize {
         self.lanes.len()
     }
 
+    /// Whether the store holds no lane.
     pub fn is_empty(&self) -> bool {
         self.lanes.is_empty()
     }

@@ -17,6 +17,7 @@ use crate::persist::{FileProblem, Persist, PersistError, MAX_FILE_BYTES};
 pub trait FileSystem {
     /// The file's length, or `None` if it does not exist.
     fn len(&self, path: &Path) -> std::io::Result<Option<u64>>;
+    /// The file's contents.
     fn read(&self, path: &Path) -> std::io::Result<Vec<u8>>;
     /// Creates or truncates `path` and writes `bytes` (not yet durable).
     fn write(&mut self, path: &Path, bytes: &[u8]) -> std::io::Result<()>;
@@ -73,12 +74,14 @@ pub struct FilePersist<F: FileSystem = RealFs> {
 }
 
 impl FilePersist<RealFs> {
+    /// A file on the real disk at `path`.
     pub fn new(path: impl Into<PathBuf>) -> FilePersist<RealFs> {
         FilePersist::with_fs(path, RealFs)
     }
 }
 
 impl<F: FileSystem> FilePersist<F> {
+    /// A file at `path` on the file system `fs` (a simulated disk in tests).
     pub fn with_fs(path: impl Into<PathBuf>, fs: F) -> FilePersist<F> {
         FilePersist {
             path: path.into(),
@@ -86,6 +89,7 @@ impl<F: FileSystem> FilePersist<F> {
         }
     }
 
+    /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -22,23 +22,33 @@ use crate::registry::{Completion, RunId};
 /// `notification.id`: after a crash between a successful send and its
 /// acknowledgement the same id is offered again (DELIVER-6).
 pub trait Adapter {
+    /// Posts a notification; `Err` with the platform's reason when it failed
+    /// (the engine retries).
     fn send(&mut self, notification: &Notification) -> Result<(), String>;
 }
 
 /// Messages from process threads to the runtime.
 #[derive(Debug)]
 pub enum ProcMsg {
+    /// A process wrote output.
     Output(RunId, String),
+    /// A process ended.
     Finished(RunId, Completion),
 }
 
 /// The three durable files.
 pub struct Files {
+    /// The session store's file.
     pub store: Box<dyn Persist + Send>,
+    /// The process registry's checkpoint.
     pub checkpoint: Box<dyn Persist + Send>,
+    /// The delivery log.
     pub delivery: Box<dyn Persist + Send>,
 }
 
+/// The gateway with real I/O around it: processes on threads, files on a
+/// [`Persist`] backend, an [`Adapter`]. Everything it decides, the
+/// [`Gateway`] decides.
 pub struct Runtime<A: Adapter> {
     gateway: Gateway,
     adapter: A,
@@ -54,6 +64,8 @@ pub struct Runtime<A: Adapter> {
 }
 
 impl<A: Adapter> Runtime<A> {
+    /// A runtime with a fresh gateway (nothing loaded), offering
+    /// notifications to `adapter` and writing the three `files`.
     pub fn new(config: Config, adapter: A, files: Files) -> Runtime<A> {
         let (tx, rx) = mpsc::channel();
         Runtime {
@@ -69,10 +81,12 @@ impl<A: Adapter> Runtime<A> {
         }
     }
 
+    /// The gateway inside.
     pub fn gateway(&self) -> &Gateway {
         &self.gateway
     }
 
+    /// The adapter.
     pub fn adapter(&self) -> &A {
         &self.adapter
     }
@@ -146,6 +160,7 @@ impl<A: Adapter> Runtime<A> {
         Ok(run)
     }
 
+    /// Kills a running process (its end is reported as `Killed`).
     pub fn kill(&mut self, run: RunId) {
         self.procs.kill(run);
     }

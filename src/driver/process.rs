@@ -17,11 +17,13 @@ const CHUNK_BYTES: usize = 8192;
 type Shared = (Arc<Mutex<Child>>, Arc<Mutex<bool>>);
 
 #[derive(Default)]
+/// The running child processes, each read by its own thread.
 pub struct Processes {
     children: HashMap<RunId, Shared>,
 }
 
 impl Processes {
+    /// Starts `command` under `sh -c` as `run`; its output and end go to `tx`.
     pub fn start(&mut self, run: RunId, command: &str, tx: Sender<ProcMsg>) -> Result<(), String> {
         use std::os::unix::process::CommandExt;
         let mut child = Command::new("sh")
@@ -93,6 +95,7 @@ impl Processes {
         Ok(())
     }
 
+    /// Kills the run's process group.
     pub fn kill(&mut self, run: RunId) {
         if let Some((child, killed)) = self.children.get(&run) {
             if let Ok(mut k) = killed.lock() {
@@ -111,10 +114,12 @@ impl Processes {
         }
     }
 
+    /// Forgets a run that ended.
     pub fn forget(&mut self, run: RunId) {
         self.children.remove(&run);
     }
 
+    /// Whether no process is tracked.
     pub fn is_empty(&self) -> bool {
         self.children.is_empty()
     }

@@ -30,7 +30,12 @@ pub enum HermesBuildError {
     /// calls `min()` on an empty set: `ValueError`. No key exists.
     #[error("hermes-agent raises ValueError canonicalising WhatsApp {field} {normalised:?}")]
     #[serde(rename = "whatsapp_id_rejected")]
-    WhatsAppIdRejected { field: Field, normalised: String },
+    WhatsAppIdRejected {
+        /// The id's field (chat, thread or user).
+        field: Field,
+        /// The id as hermes-agent normalises it before the lookup fails.
+        normalised: String,
+    },
 }
 
 /// Python's `str.isspace()`: Rust's `White_Space` plus U+001C..U+001F.
@@ -146,11 +151,17 @@ pub fn build(origin: &Origin, policy: &Policy) -> Result<String, HermesBuildErro
 /// What a hermes key determines (KEY-H3..KEY-H5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HermesParsed {
+    /// The namespace: `main` or the profile.
     pub namespace: String,
+    /// The platform.
     pub platform: Platform,
+    /// The chat type.
     pub chat_type: ChatType,
+    /// The chat id, when the key determines it (KEY-H3).
     pub chat_id: Determined,
+    /// The thread id, when the key determines it.
     pub thread_id: Determined,
+    /// The user id, when the key determines it.
     pub user_id: Determined,
 }
 
@@ -158,13 +169,17 @@ pub struct HermesParsed {
 /// allocation. What a router on the hot path reads ([`parse_view`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HermesView<'a> {
+    /// The namespace: `main` or the profile.
     pub namespace: &'a str,
     /// A valid platform token.
     pub platform: &'a str,
+    /// The chat type.
     pub chat_type: ChatType,
     /// A known chat id is non-empty and at most `MAX_ID_BYTES` long.
     pub chat_id: Determined<&'a str>,
+    /// The thread id, when the key determines it.
     pub thread_id: Determined<&'a str>,
+    /// The user id, when the key determines it.
     pub user_id: Determined<&'a str>,
 }
 
@@ -319,10 +334,14 @@ fn view<'a>(
 /// procroute itself never routes on it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HermesOwnParse {
+    /// The platform, as hermes-agent's parser returns it.
     pub platform: String,
+    /// The chat type, as returned.
     pub chat_type: String,
+    /// The chat id, as returned.
     pub chat_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The thread id, when it returns one.
     pub thread_id: Option<String>,
 }
 

@@ -43,12 +43,17 @@ pub const MAX_KEY_BYTES: usize = 8192;
 pub struct KeyFields {
     /// `main` or a profile name.
     pub namespace: String,
+    /// The platform.
     pub platform: Platform,
+    /// The chat type.
     pub chat_type: ChatType,
+    /// The chat's id.
     pub chat_id: Id,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The thread's id, when the origin has one.
     pub thread_id: Option<Id>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The user's id, when the policy keys the user (KEY-4).
     pub user_id: Option<Id>,
 }
 
@@ -81,12 +86,19 @@ pub fn user_is_keyed(chat_type: ChatType, has_thread: bool, policy: &Policy) -> 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Part {
+    /// The `agent:` prefix.
     Prefix,
+    /// The namespace (`main` or a profile).
     Namespace,
+    /// The platform token.
     Platform,
+    /// The chat type.
     ChatType,
+    /// The chat id.
     ChatId,
+    /// The thread id.
     ThreadId,
+    /// The user id.
     UserId,
 }
 
@@ -120,30 +132,80 @@ impl Part {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum KeyErrorKind {
     #[error("key is {len} bytes long, the limit is {max}")]
-    TooLong { len: usize, max: usize },
+    /// The key is longer than [`MAX_KEY_BYTES`].
+    TooLong {
+        /// Its length, in bytes.
+        len: usize,
+        /// The limit, in bytes.
+        max: usize,
+    },
     #[error("key must start with \"agent:\"")]
+    /// The key does not start with `agent:`.
     MissingPrefix,
     #[error("key ends before its {part}")]
-    Missing { part: Part },
-    #[error("{part} is empty")]
-    Empty { part: Part },
-    #[error("{part} is {len} bytes long, the limit is {max}")]
-    PartTooLong { part: Part, len: usize, max: usize },
-    #[error("{part} {found:?} is not a valid token: {reason}")]
-    BadToken {
+    /// The key ends before a part it must have.
+    Missing {
+        /// The first part that is missing.
         part: Part,
+    },
+    #[error("{part} is empty")]
+    /// A part is empty.
+    Empty {
+        /// Which part.
+        part: Part,
+    },
+    #[error("{part} is {len} bytes long, the limit is {max}")]
+    /// A part is longer than its limit.
+    PartTooLong {
+        /// Which part.
+        part: Part,
+        /// Its length, in bytes.
+        len: usize,
+        /// The limit, in bytes.
+        max: usize,
+    },
+    #[error("{part} {found:?} is not a valid token: {reason}")]
+    /// A token part (namespace, platform) breaks its grammar.
+    BadToken {
+        /// Which part.
+        part: Part,
+        /// The part as found.
         found: String,
+        /// What is wrong with it.
         reason: String,
     },
     #[error("chat type {found:?} is unknown (expected dm, group, channel or thread)")]
-    UnknownChatType { found: String },
+    /// A chat type other than the four of ORIGIN-4.
+    UnknownChatType {
+        /// The chat type as found.
+        found: String,
+    },
     #[error("bad escape in {part}: {reason}")]
-    BadEscape { part: Part, reason: String },
+    /// A `%` escape that is not `%` and two upper-case hex digits (KEY-C3).
+    BadEscape {
+        /// The part it is in.
+        part: Part,
+        /// What is wrong with the escape.
+        reason: String,
+    },
     #[error("{part} contains {found:?}, which a canonical key must escape")]
-    Unescaped { part: Part, found: char },
+    /// A character the canonical dialect always escapes, found raw (KEY-C3).
+    Unescaped {
+        /// The part it is in.
+        part: Part,
+        /// The character.
+        found: char,
+    },
     #[error("unexpected {found:?} after the {after}")]
-    Trailing { after: Part, found: String },
+    /// Something follows the last part a key of its shape can have.
+    Trailing {
+        /// The part it follows.
+        after: Part,
+        /// What follows, as found.
+        found: String,
+    },
     #[error("a dm key never carries a user id")]
+    /// A `dm` key with a user segment: direct messages never key the user.
     UserInDm,
 }
 
@@ -152,7 +214,9 @@ pub enum KeyErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("byte {position}: {kind}")]
 pub struct KeyError {
+    /// The byte offset where the problem starts.
     pub position: usize,
+    /// What the problem is.
     pub kind: KeyErrorKind,
 }
 
@@ -232,6 +296,7 @@ pub enum Determined<T = Id> {
 }
 
 impl<T> Determined<T> {
+    /// The value, when the key determines it.
     pub fn known(&self) -> Option<&T> {
         match self {
             Determined::Known(id) => Some(id),
@@ -239,6 +304,7 @@ impl<T> Determined<T> {
         }
     }
 
+    /// Maps a known value, keeping `Absent` and `Unknown` as they are.
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Determined<U> {
         match self {
             Determined::Known(v) => Determined::Known(f(v)),

@@ -18,6 +18,7 @@ pub const MAX_PROFILE_BYTES: usize = 64;
 pub struct Profile(String);
 
 impl Profile {
+    /// Validates a profile name (KEY-2).
     pub fn new(value: impl Into<String>) -> Result<Profile, OriginError> {
         let value = value.into();
         if let Some(reason) = profile_problem(&value) {
@@ -40,6 +41,7 @@ impl Profile {
         Ok(Profile(value))
     }
 
+    /// The profile name.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -126,6 +128,7 @@ impl Default for Policy {
 }
 
 impl Policy {
+    /// A policy in the default namespace with the two knobs of KEY-3.
     pub fn new(group_sessions_per_user: bool, thread_sessions_per_user: bool) -> Policy {
         Policy {
             group_sessions_per_user,
@@ -143,6 +146,7 @@ impl Policy {
         self
     }
 
+    /// The profile namespace, if not the default.
     pub fn profile(&self) -> Option<&Profile> {
         self.profile.as_ref()
     }
