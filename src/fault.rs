@@ -2,7 +2,7 @@
 //! a realistic bug — the six historical routing bugs and the bug bank the
 //! judge is measured with (`tests/bug_bank.rs`, `.ci/bug-bank`,
 //! TESTING.md). Release builds never enable the feature, and without it
-//! [`Switch::on`] is a constant `false` that the optimiser removes.
+//! `Switch::on` is a constant `false` that the optimiser removes.
 
 #[cfg(feature = "faults")]
 use serde::{Deserialize, Serialize};
@@ -31,6 +31,8 @@ macro_rules! faults {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
         #[cfg(feature = "faults")]
+        /// One realistic bug of the bank (feature `faults`), with the rule
+        /// it breaks first ([`Fault::rule`]).
         pub enum Fault {
             $( $(#[doc = $doc])* $name, )*
         }
@@ -172,7 +174,7 @@ impl Switch {
         }
     }
 
-    /// Whether `fault` is the one switched on (use [`fault_on!`], which
+    /// Whether `fault` is the one switched on (use `fault_on!`, which
     /// compiles to `false` without the feature).
     #[cfg(feature = "faults")]
     #[inline]

@@ -349,7 +349,7 @@ impl fmt::Debug for UserName {
 /// Where a conversation lives (ORIGIN-1): the destination a notification
 /// about a background process must reach.
 ///
-/// Constructed only through [`Origin::new`] / [`OriginBuilder`] or serde, all
+/// Constructed only through [`Origin::new`] and its `with_*` methods, or serde, all
 /// of which validate, so an `Origin` in hand is always well formed.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "RawOrigin", into = "RawOrigin")]

@@ -89,6 +89,7 @@ impl Chunk {
 pub struct Scope {
     /// The scope's name (`procroute explore --scope NAME`).
     pub name: &'static str,
+    /// The threads the traces name.
     pub threads: Vec<RawOrigin>,
     /// Groups of interchangeable threads (indices into `threads`).
     pub symmetric: Vec<Vec<usize>>,
@@ -105,7 +106,9 @@ pub struct Scope {
     pub reads: bool,
     /// Clock steps offered at every state.
     pub advances: Vec<u64>,
+    /// Restarts per trace, at most.
     pub restarts: usize,
+    /// Shutdowns per trace, at most.
     pub shutdowns: usize,
     /// Operations per trace (before the quiescence suffix).
     pub depth: usize,
@@ -243,7 +246,9 @@ pub struct Summary {
     pub complete_depth: usize,
     /// Traces judged (one per distinct state) and how many failed.
     pub judged: u64,
+    /// Judged traces that failed.
     pub failed: u64,
+    /// Wall time.
     pub elapsed: Duration,
     /// The first (so a shortest) failing trace, with its violations.
     pub counterexample: Option<(Trace, Vec<Violation>)>,
@@ -562,7 +567,9 @@ pub struct Case {
     /// that depth, in breadth-first order. Stable for a given scope and
     /// suite version, whatever the selection or the shard.
     pub id: String,
+    /// Operations before quiescence.
     pub depth: usize,
+    /// The trace, quiescence suffix included.
     pub trace: Trace,
 }
 
@@ -639,7 +646,9 @@ pub struct OverSummary {
     pub enumerated: Summary,
     /// Traces sent to the harness, and the deepest level sent in full.
     pub sent: u64,
+    /// The deepest level whose traces were all sent.
     pub levels_run: usize,
+    /// Wall time.
     pub elapsed: Duration,
     /// The first failing case (breadth first: a shortest one), with what
     /// the harness reported and the judge's violations.

@@ -168,6 +168,7 @@ pub fn decode_file(which: crate::gateway::FileKind, data: &[u8]) {
 #[cfg(feature = "arbitrary")]
 #[derive(Debug, Clone)]
 pub struct FuzzTrace {
+    /// The decoded trace, quiescence suffix included.
     pub trace: crate::check::conform::trace::Trace,
 }
 

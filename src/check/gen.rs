@@ -12,10 +12,12 @@ use crate::origin::{ChatType, Field, Id, Origin, Platform, UserName, MAX_ID_BYTE
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator seeded with `seed` (the same seed, the same sequence).
     pub fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -30,10 +32,12 @@ impl Rng {
         (self.next_u64() % n as u64) as usize
     }
 
+    /// True with probability `percent` %.
     pub fn chance(&mut self, percent: u64) -> bool {
         self.next_u64() % 100 < percent
     }
 
+    /// One of `items`, uniformly (`items` non-empty).
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
@@ -111,10 +115,12 @@ pub fn id_string(rng: &mut Rng) -> String {
     s
 }
 
+/// A generated id for `field`: real platform shapes and nasty ones.
 pub fn id(rng: &mut Rng, field: Field) -> Id {
     Id::new(field, id_string(rng)).expect("generator yields valid ids")
 }
 
+/// The platforms generated origins use.
 pub const PLATFORMS: &[&str] = &[
     "telegram",
     "discord",
@@ -126,6 +132,7 @@ pub const PLATFORMS: &[&str] = &[
     "feishu",
 ];
 
+/// A generated origin: any platform and chat type, nasty ids.
 pub fn origin(rng: &mut Rng) -> Origin {
     let platform = Platform::new(*rng.pick(PLATFORMS)).expect("valid platform");
     let chat_type = *rng.pick(&ChatType::ALL);
@@ -148,6 +155,7 @@ pub fn origin(rng: &mut Rng) -> Origin {
     Origin::from_parts(platform, chat_type, chat_id, thread_id, user_id, user_name)
 }
 
+/// A generated keying policy.
 pub fn policy(rng: &mut Rng) -> Policy {
     let p = Policy::new(rng.chance(50), rng.chance(50));
     match rng.below(4) {

@@ -60,6 +60,8 @@ fn crash_error() -> io::Error {
 }
 
 impl SimFs {
+    /// An empty disk that keeps every write, until [`SimFs::crash_after`]
+    /// sets a crash point.
     pub fn new() -> SimFs {
         SimFs::default()
     }
@@ -83,6 +85,7 @@ impl SimFs {
         d.crash_at = Some(d.ops + n);
     }
 
+    /// Whether the disk has crashed (every later call fails).
     pub fn has_crashed(&self) -> bool {
         self.0.borrow().crashed
     }

@@ -19,33 +19,54 @@ use crate::origin::{ChatType, Origin};
 use crate::registry::{Completion, RunId};
 
 #[derive(Debug, Clone, Copy)]
+/// The load run's shape (`examples/load.rs`).
 pub struct Workload {
+    /// Processes started.
     pub processes: usize,
+    /// Process events (output chunks and ends) in all.
     pub events: usize,
+    /// Threads (distinct origins) the processes start from.
     pub threads: usize,
     /// Inputs per group commit.
     pub batch: usize,
     /// One send in this many fails (the adapter is flaky), 0 = never.
     pub fail_one_in: usize,
+    /// Seed of the generated workload.
     pub seed: u64,
 }
 
 #[derive(Debug, Clone, Default)]
+/// What a load run measured.
 pub struct Report {
+    /// Inputs handed to the gateway.
     pub inputs: u64,
+    /// Process events among them.
     pub events: u64,
+    /// Group commits.
     pub batches: u64,
+    /// Bytes the gateway asked to persist.
     pub persisted_bytes: u64,
+    /// Notifications offered to the adapter.
     pub sends: u64,
+    /// Sends that succeeded.
     pub delivered: u64,
+    /// Sends that failed (and were retried).
     pub failed_sends: u64,
+    /// Completions owed (notify-on-exit processes that ended).
     pub completions_promised: u64,
+    /// Completions delivered.
     pub completions_delivered: u64,
+    /// Completions dead-lettered.
     pub completions_dead: u64,
+    /// Watch matches delivered.
     pub watch_delivered: u64,
+    /// Most processes running at once.
     pub peak_running: usize,
+    /// Most notifications queued at once.
     pub peak_queued: usize,
+    /// Dead letters in all.
     pub dead_letters: u64,
+    /// Wall time of the run, in seconds.
     pub seconds: f64,
     /// `(what, limit, peak)` for every bounded structure.
     pub bounds: Vec<(&'static str, usize, usize)>,

@@ -35,7 +35,9 @@ procroute="${PROCROUTE:-$root/target/release/procroute}"
 known="${KNOWN_FAILURES-$here/known-failures-$version.txt}"
 known_args=()
 [ -n "$known" ] && [ -f "$known" ] && known_args=(--known-failures "$known")
-# JOBS harness processes (default 1): parallel OpenClaw gateways (their
-# state directories, FIFOs and fake Bot API) are not verified yet.
-exec "$procroute" conform --validate --timeout-ms 180000 --cases "${CASES:-50}" --jobs "${JOBS:-1}" \
+# JOBS harness processes (default: the cores), each with its own OpenClaw
+# state directory, FIFOs and fake Bot API. Verified: --jobs 1 and --jobs 2
+# give the same outcomes; only OpenClaw's random session slugs in the
+# notification texts differ (BENCHMARKS.md, "Harness workers").
+exec "$procroute" conform --validate --timeout-ms 180000 --cases "${CASES:-50}" --jobs "${JOBS:-$(nproc)}" \
   --impl "$node_bin $here/harness.mjs" "${known_args[@]}" "$@"

@@ -18,17 +18,24 @@ use crate::origin::RawOrigin;
 
 /// Longest character-set spec, and most constraints, a handshake may hold.
 pub const MAX_SET_BYTES: usize = 256;
+/// Most constraints a handshake may hold.
 pub const MAX_CONSTRAINTS: usize = 32;
 
 /// An origin field a constraint restricts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Field {
+    /// The platform token.
     Platform,
+    /// The chat type.
     ChatType,
+    /// The chat id.
     ChatId,
+    /// The thread id.
     ThreadId,
+    /// The user id.
     UserId,
+    /// The user name.
     UserName,
 }
 
@@ -108,16 +115,22 @@ impl Feature {
 #[serde(deny_unknown_fields)]
 pub struct Constraint {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The origin fields restricted.
     pub fields: Vec<Field>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Only on these platforms (all when empty).
     pub platforms: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Only for these chat types (all when empty).
     pub chat_types: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Every character of the value is in this set.
     pub allow: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// No character of the value is in this set.
     pub forbid: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The value is one of these.
     pub one_of: Vec<String>,
     /// The value is a decimal integer in canonical form: `0`, or an
     /// optional `-` then 1 to 19 digits without a leading zero (Telegram
@@ -128,6 +141,7 @@ pub struct Constraint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_len: Option<usize>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Trace features the implementation has no counterpart for.
     pub ops: Vec<Feature>,
     /// Why the implementation refuses these inputs (shown in reports).
     pub reason: String,
@@ -285,6 +299,7 @@ impl Constraints {
         Ok(Constraints { declared: out })
     }
 
+    /// Whether nothing was declared.
     pub fn is_empty(&self) -> bool {
         self.declared.is_empty()
     }

@@ -24,10 +24,13 @@ use crate::origin::{Origin, RawOrigin};
 
 /// Operations a harness lists to have its dialect checked.
 pub const BUILD: &str = "dialect_build";
+/// The operation that parses a key in the implementation's own dialect.
 pub const PARSE: &str = "dialect_parse";
 
 #[derive(Debug, Clone, Copy)]
+/// How much generated work the dialect laws do (KEY-L1..L4).
 pub struct DialectRun {
+    /// The seed every generated origin derives from.
     pub seed: u64,
     /// Generated origins per family.
     pub cases: usize,
@@ -39,14 +42,19 @@ pub struct DialectRun {
 /// The four fields that name a thread (what a notification is sent to).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct Route {
+    /// The platform.
     pub platform: String,
+    /// The chat type.
     pub chat_type: String,
+    /// The chat's id.
     pub chat_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The thread, if any.
     pub thread_id: Option<String>,
 }
 
 impl Route {
+    /// The route an origin names.
     pub fn of(o: &RawOrigin) -> Route {
         Route {
             platform: o.platform.clone(),
@@ -97,6 +105,7 @@ pub enum Family {
 }
 
 impl Family {
+    /// Every family, in report order.
     pub const ALL: [Family; 8] = [
         Family::ChatCase,
         Family::ThreadCase,
@@ -108,6 +117,7 @@ impl Family {
         Family::Generated,
     ];
 
+    /// Its name in case ids (`chat-case`, …).
     pub fn name(self) -> &'static str {
         match self {
             Family::ChatCase => "chat-case",

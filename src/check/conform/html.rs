@@ -21,6 +21,7 @@ const SPEC: &str = include_str!("../../../spec/SPEC.md");
 pub struct Input {
     /// The column's heading: the implementation's name and version.
     pub label: String,
+    /// The report.
     pub report: Report,
     /// The text of the report's FINDINGS.md, when it could be read.
     pub findings: Option<String>,
@@ -132,9 +133,13 @@ fn is_finding_name(s: &str) -> bool {
 /// known, skipped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Cell {
+    /// Cases that passed.
     pub passed: usize,
+    /// Cases that failed and are not known failures.
     pub failed: usize,
+    /// Known failures that failed as expected.
     pub known: usize,
+    /// Cases the implementation could not express.
     pub skipped: usize,
 }
 

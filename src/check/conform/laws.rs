@@ -50,6 +50,8 @@ fn describe(origin: &Origin, policy: &Policy) -> String {
     )
 }
 
+/// Every key law (KEY-C4, KEY-C5, KEY-H5, …) on `config.cases` generated
+/// origins and policies each, in-process on the built-in dialects.
 pub fn run(config: Config) -> Vec<Outcome> {
     let mut rng = Rng::new(config.seed);
     let mut out = Vec::with_capacity(config.cases * 6);

@@ -30,6 +30,7 @@ pub struct Outcome {
     pub id: String,
     /// The rule ids the case exercises.
     pub rules: Vec<String>,
+    /// Whether the case passed (a skipped case counts as passed, never run).
     pub passed: bool,
     /// What went wrong, for a failed case.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,10 +58,12 @@ pub struct Outcome {
 pub struct Counterexample {
     /// Shrunk, or as generated (then `file.found.shrunk_from` is absent).
     pub file: trace::TraceFile,
+    /// What the implementation reported for it.
     pub result: trace::TraceResult,
 }
 
 impl Outcome {
+    /// A passing case.
     pub fn pass(id: impl Into<String>, rules: &[&str]) -> Outcome {
         Outcome {
             id: id.into(),
@@ -86,6 +89,7 @@ impl Outcome {
         Outcome::check(id, rules, Some(format!("errored: {context}")))
     }
 
+    /// A case that failed with `failure`'s detail, or passed (`None`).
     pub fn check(id: impl Into<String>, rules: &[&str], failure: Option<String>) -> Outcome {
         let mut o = Outcome::pass(id, rules);
         if let Some(detail) = failure {
@@ -99,6 +103,7 @@ impl Outcome {
 /// How much generated work the law checks do.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
+    /// The seed every generated origin derives from.
     pub seed: u64,
     /// Generated origins per law.
     pub cases: usize,

@@ -9,37 +9,51 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+/// The protocol's version (spec/PROTOCOL.md); `start` must name it.
 pub const PROTOCOL_VERSION: u64 = 1;
 /// Longest line either side may send.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "snake_case", deny_unknown_fields)]
+/// What the runner sends a harness, one JSON line each (P-2).
 pub enum Command {
+    /// The handshake.
     Start {
+        /// The protocol version the runner speaks.
         version: u64,
     },
     /// `case` is a vector object without its `id` and `rules` (an `op`
     /// plus its inputs); the `expect` part is never sent.
     Run {
+        /// One case.
         seq: u64,
+        /// Echoed in the reply.
         case: Value,
     },
+    /// The run is over: the harness exits.
     Stop,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// Who a harness is, from its handshake.
 pub struct Implementation {
+    /// Its name.
     pub name: String,
+    /// Its version.
     pub version: String,
+    /// Its language.
     pub language: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// A harness's answer to `start`: who it is and what it can do.
 pub struct Started {
+    /// The protocol version it speaks.
     pub protocol: u64,
+    /// Who it is.
     pub implementation: Implementation,
     /// Operations the implementation supports; others are reported skipped.
     pub operations: Vec<String>,
@@ -63,6 +77,7 @@ pub struct Started {
 
 /// Most policies a handshake may declare, and the longest name.
 pub const MAX_POLICIES: usize = 16;
+/// Longest policy name.
 pub const MAX_POLICY_NAME: usize = 40;
 
 impl Started {
@@ -125,16 +140,21 @@ impl Started {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunReply {
+    /// The `seq` of the `run` it answers.
     pub seq: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The observations, when the case ran.
     pub result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Why the implementation cannot express the case.
     pub skipped: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Why the case could not run (a failure).
     pub errored: Option<String>,
 }
 
 impl RunReply {
+    /// A reply with a result.
     pub fn result(seq: u64, result: Value) -> RunReply {
         RunReply {
             seq,
@@ -144,6 +164,7 @@ impl RunReply {
         }
     }
 
+    /// An errored reply.
     pub fn errored(seq: u64, context: String) -> RunReply {
         RunReply {
             seq,

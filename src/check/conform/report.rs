@@ -8,8 +8,12 @@ use serde::{Deserialize, Serialize};
 use super::Outcome;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+/// A run's outcomes, what the generated traces covered and what the
+/// implementation declared: rendered as text, markdown, JSON or JUnit.
 pub struct Report {
+    /// The suite version of this build.
     pub suite_version: String,
+    /// Every case's outcome, in run order.
     pub outcomes: Vec<Outcome>,
     /// How many generated traces exercised each judged rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -44,6 +48,7 @@ pub struct Declared {
 }
 
 impl Declared {
+    /// The declarations of a handshake.
     pub fn of(started: &super::protocol::Started) -> Declared {
         Declared {
             policies: if started.operations.iter().any(|o| o == "dialect_build") {
@@ -59,6 +64,7 @@ impl Declared {
         }
     }
 
+    /// Whether it declared nothing.
     pub fn is_empty(&self) -> bool {
         self.policies.is_empty() && self.constraints.is_empty()
     }
@@ -86,13 +92,18 @@ impl Declared {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Per rule: cases passed, failed, skipped.
 pub struct Tally {
+    /// Cases that passed.
     pub passed: usize,
+    /// Cases that failed.
     pub failed: usize,
+    /// Cases skipped.
     pub skipped: usize,
 }
 
 impl Report {
+    /// A report of these outcomes, with nothing else known.
     pub fn new(suite_version: String, outcomes: Vec<Outcome>) -> Report {
         Report {
             suite_version,
@@ -105,6 +116,7 @@ impl Report {
         }
     }
 
+    /// Cases that passed (skipped ones not counted).
     pub fn passed(&self) -> usize {
         self.outcomes
             .iter()
@@ -112,6 +124,7 @@ impl Report {
             .count()
     }
 
+    /// Cases that failed, known failures included.
     pub fn failed(&self) -> usize {
         self.outcomes.iter().filter(|o| !o.passed).count()
     }
@@ -203,6 +216,7 @@ impl Report {
         groups
     }
 
+    /// Cases skipped.
     pub fn skipped(&self) -> usize {
         self.outcomes.iter().filter(|o| o.skipped.is_some()).count()
     }
@@ -225,6 +239,8 @@ impl Report {
         map
     }
 
+    /// The terminal report: per-rule table, coverage, declarations, failures,
+    /// and the closing `N passed, N failed` line.
     pub fn render_text(&self, implementation: &str) -> String {
         let mut out = String::new();
         let _ = writeln!(

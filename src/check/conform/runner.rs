@@ -18,8 +18,11 @@ use super::{Counterexample, Outcome};
 /// How a request failed on the harness's side.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
+    /// No answer in time.
     Timeout(Duration),
+    /// The process died or closed its output.
     Crashed(String),
+    /// A line that is not a protocol reply (quoted, bounded).
     Garbage(String),
     /// A well-formed line that breaks the protocol schema (`--validate`).
     Invalid(String),
@@ -54,18 +57,21 @@ fn quote(bytes: &[u8]) -> String {
     }
 }
 
+/// A harness process speaking spec/PROTOCOL.md on its stdin and stdout.
 pub struct Harness {
     program: String,
     args: Vec<String>,
     child: Child,
     stdin: ChildStdin,
     rx: Receiver<Result<Vec<u8>, String>>,
+    /// How many times it was restarted after a failure.
     pub restarts: u32,
     /// Validate every message against the protocol schema (`--validate`).
     pub schema: Option<std::sync::Arc<super::schema::Schema>>,
 }
 
 impl Harness {
+    /// Starts `program args` with piped stdin and stdout (stderr inherited).
     pub fn spawn(program: &str, args: &[String]) -> Result<Harness, String> {
         let mut child = Proc::new(program)
             .args(args)
@@ -115,6 +121,7 @@ impl Harness {
         })
     }
 
+    /// Sends a command and reads its reply (validated under `--validate`).
     pub fn request(&mut self, cmd: &Command, timeout: Duration) -> Result<Value, Failure> {
         let reply = self.request_raw(cmd, timeout)?;
         if let Some(schema) = &self.schema {
@@ -168,6 +175,7 @@ impl Harness {
         }
     }
 
+    /// The handshake: `start`, and the checked `started` reply.
     pub fn start(&mut self, timeout: Duration) -> Result<Started, String> {
         let v = self
             .request(
@@ -185,6 +193,7 @@ impl Harness {
         Ok(started)
     }
 
+    /// Kills the process, starts a new one and handshakes again.
     pub fn restart(&mut self, timeout: Duration) -> Result<Started, String> {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -196,6 +205,7 @@ impl Harness {
         self.start(timeout)
     }
 
+    /// Asks the harness to stop; kills it if it has not after half a second.
     pub fn stop(mut self) {
         let _ = writeln!(self.stdin, "{}", json!({"cmd": "stop"}));
         let _ = self.stdin.flush();
@@ -287,11 +297,15 @@ pub fn run_vectors(
 /// What the generated-trace phase does.
 #[derive(Debug, Clone)]
 pub struct TraceRun {
+    /// The seed every generated trace derives from.
     pub seed: u64,
+    /// How many traces to generate.
     pub cases: usize,
+    /// The longest generated trace, in steps before quiescence.
     pub max_steps: usize,
     /// Where shrunk counterexamples are written as JSON.
     pub save_dir: Option<std::path::PathBuf>,
+    /// At most this many harness runs to shrink one failing trace.
     pub max_shrink_runs: usize,
     /// At most this many failing traces are shrunk per broken rule (each
     /// costs up to `max_shrink_runs` harness runs); later failures of that
@@ -336,7 +350,9 @@ pub(crate) fn cited_rules(
 /// view of the trace, not from what the implementation did).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Coverage {
+    /// How many traces were generated.
     pub traces: usize,
+    /// Per judged rule, how many of them exercised it.
     pub by_rule: std::collections::BTreeMap<String, usize>,
 }
 
@@ -958,17 +974,23 @@ pub fn run_traces_covered(
 /// and the one judge's verdict on it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Replay {
+    /// The suite version of this build.
     pub suite_version: String,
+    /// The trace file's id.
     pub id: String,
+    /// Who answered.
     pub implementation: super::protocol::Implementation,
     /// `pass`, `fail`, or `skipped` (the harness cannot run traces).
     pub verdict: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Why it was skipped, if it was.
     pub skipped: Option<String>,
+    /// The judge's findings, tagged with rule ids.
     pub violations: Vec<crate::check::model::judge::Violation>,
     /// Where the report differs from the observations the file lists
     /// (informative: the verdict is the judge's).
     pub differences: Vec<String>,
+    /// What the harness reported.
     pub result: super::trace::TraceResult,
 }
 

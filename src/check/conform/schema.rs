@@ -7,8 +7,11 @@
 
 use serde_json::Value;
 
+/// `spec/schema/protocol-v1.json`, compiled in.
 pub const PROTOCOL_SCHEMA: &str = include_str!("../../../spec/schema/protocol-v1.json");
 
+/// A JSON Schema (the subset [`KEYWORDS`] names) that validates protocol
+/// messages (`--validate`).
 pub struct Schema {
     root: Value,
 }
@@ -30,6 +33,7 @@ pub const KEYWORDS: [&str; 12] = [
 ];
 
 impl Schema {
+    /// The protocol's schema.
     pub fn protocol() -> Schema {
         Schema {
             root: serde_json::from_str(PROTOCOL_SCHEMA).expect("the schema file is valid JSON"),

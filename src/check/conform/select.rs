@@ -31,14 +31,18 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 }
 
 #[derive(Debug, Clone, Default)]
+/// Which cases a run includes: `--only`, `--skip`, `--shard`.
 pub struct Selection {
+    /// Run only cases whose id matches one of these globs (all when empty).
     pub only: Vec<String>,
+    /// Skip cases whose id matches one of these globs.
     pub skip: Vec<String>,
     /// `(index, count)`, index in `1..=count`.
     pub shard: Option<(u64, u64)>,
 }
 
 impl Selection {
+    /// Parses `I/N` (`1 <= I <= N`).
     pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
         let (i, n) = s
             .split_once('/')

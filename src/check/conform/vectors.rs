@@ -14,32 +14,52 @@ pub const KEYS_JSON: &str = include_str!("../../../spec/vectors/keys.json");
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// A vector file (`spec/vectors/keys.json`).
 pub struct KeyVectors {
+    /// The suite's name.
     pub suite: String,
+    /// The suite's version (S-3).
     pub suite_version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// What the file is, in words.
     pub note: Option<String>,
+    /// The vectors, each with a stable id.
     pub vectors: Vec<Vector>,
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why a vector file cannot be used.
 pub enum VectorFileError {
     #[error("vector file {file}: {source}")]
+    /// It is not valid JSON of the vector format.
     Json {
+        /// The file.
         file: String,
+        /// The parser's error.
         source: serde_json::Error,
     },
     #[error("vector file {file}: id {id:?} appears {count} times (ids must be unique)")]
+    /// Two vectors share an id.
     DuplicateId {
+        /// The file.
         file: String,
+        /// The id.
         id: String,
+        /// How many vectors carry it.
         count: usize,
     },
     #[error("vector file {file}: vector {id:?} cites no rule")]
-    NoRule { file: String, id: String },
+    /// A vector cites no rule (S-4).
+    NoRule {
+        /// The file.
+        file: String,
+        /// The vector's id.
+        id: String,
+    },
 }
 
 impl KeyVectors {
+    /// The compiled-in vector file, checked.
     pub fn builtin() -> Result<KeyVectors, VectorFileError> {
         KeyVectors::parse("spec/vectors/keys.json", KEYS_JSON)
     }
@@ -73,39 +93,65 @@ impl KeyVectors {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+/// One key vector: a stable id, the rules it checks, a case.
 pub struct Vector {
     /// Stable id, `<group>/<name>`. Never reused for a different case.
     pub id: String,
+    /// The rule ids it checks.
     pub rules: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// What it is about, in words.
     pub note: Option<String>,
     #[serde(flatten)]
+    /// The operation, its inputs and what is expected.
     pub case: Case,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
+/// What a vector asks an implementation to do, and what it must answer.
 pub enum Case {
     /// Build a hermes-agent 0.19.0 key.
     HermesBuild {
+        /// The origin.
         origin: RawOrigin,
         #[serde(default)]
+        /// The keying policy (default: hermes-agent's).
         policy: Policy,
+        /// The expected key or error.
         expect: Expect,
     },
     /// Build a canonical key.
     CanonicalBuild {
+        /// The origin.
         origin: RawOrigin,
         #[serde(default)]
+        /// The keying policy (default: hermes-agent's).
         policy: Policy,
+        /// The expected key or error.
         expect: Expect,
     },
     /// Parse a canonical key: `expect.fields` or `expect.error`.
-    CanonicalParse { key: String, expect: Expect },
+    CanonicalParse {
+        /// The key.
+        key: String,
+        /// The expected fields or error.
+        expect: Expect,
+    },
     /// Parse a hermes key: `expect.parsed` or `expect.error`.
-    HermesParse { key: String, expect: Expect },
+    HermesParse {
+        /// The key.
+        key: String,
+        /// The expected determination or error.
+        expect: Expect,
+    },
     /// Validate an origin given as raw JSON: `expect.error` (or `expect.ok`).
-    Origin { origin: Value, expect: Expect },
+    Origin {
+        /// The origin, as JSON that may be invalid.
+        origin: Value,
+        /// The expected error (or `ok`).
+        expect: Expect,
+    },
 }
 
 /// Exactly one of the fields is set.
@@ -113,14 +159,19 @@ pub enum Case {
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The key a build must produce.
     pub key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The fields a canonical parse must produce.
     pub fields: Option<KeyFields>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// What a hermes parse must determine.
     pub parsed: Option<hermes::HermesParsed>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The origin is valid.
     pub ok: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The error expected.
     pub error: Option<ErrorSpec>,
 }
 
@@ -129,12 +180,16 @@ pub struct Expect {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorSpec {
+    /// The error's kind (`too_long`, `bad_escape`, …).
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The byte offset a key error must name.
     pub position: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The key part a key error must name.
     pub part: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The origin field an origin error must name.
     pub field: Option<String>,
 }
 

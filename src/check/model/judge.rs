@@ -32,7 +32,9 @@ fn j<T: Serialize + ?Sized>(v: &T) -> String {
 /// A broken rule, with one sentence of why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
+    /// The rule id (`PROC-7`, `INV-4`, …).
     pub rule: String,
+    /// Why, in one sentence.
     pub detail: String,
 }
 

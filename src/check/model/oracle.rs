@@ -36,19 +36,33 @@ use crate::check::conform::trace::{Trace, TraceOp};
 
 /// The spec's numbers (PROC-4..PROC-7, DELIVER-4), typed in from SPEC.md.
 pub mod spec {
+    /// PROC-4: a watch match at most once per process per this many ms.
     pub const COOLDOWN_MS: u64 = 15_000;
+    /// PROC-5: consecutive strike windows that disable watching.
     pub const STRIKES: u32 = 3;
+    /// PROC-6: watch events across all processes per breaker window.
     pub const BREAKER_MAX: u32 = 15;
+    /// PROC-6: the breaker's window.
     pub const BREAKER_WINDOW_MS: u64 = 10_000;
+    /// PROC-6: how long a tripped breaker stays open.
     pub const BREAKER_PAUSE_MS: u64 = 30_000;
+    /// PROC-4: lines of an excerpt.
     pub const EXCERPT_LINES: usize = 20;
+    /// PROC-4: characters of an excerpt.
     pub const EXCERPT_CHARS: usize = 2_000;
+    /// PROC-3: characters of a completion's output tail.
     pub const TAIL_CHARS: usize = 2_000;
+    /// DELIVER-4: sends per notification before it is dead-lettered.
     pub const ATTEMPTS: u32 = 6;
+    /// DELIVER-4: the first retry's delay.
     pub const BACKOFF_FIRST_MS: u64 = 1_000;
+    /// DELIVER-4: the longest retry delay.
     pub const BACKOFF_CAP_MS: u64 = 60_000;
+    /// PROC-1: bytes of a process id.
     pub const PROCESS_ID_BYTES: usize = 128;
+    /// PROC-1: watch patterns per process.
     pub const PATTERNS: usize = 32;
+    /// PROC-1: bytes of a watch pattern.
     pub const PATTERN_BYTES: usize = 256;
     /// DELIVER-7 (unreachable by generated traces; stated for completeness).
     pub const QUEUE_MAX: usize = 1_000_000;
@@ -57,10 +71,14 @@ pub mod spec {
 /// A thread as the protocol names a destination: four plain strings.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Place {
+    /// The platform token.
     pub platform: String,
+    /// The chat type.
     pub chat_type: String,
+    /// The chat's id.
     pub chat_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The thread, if the place is one.
     pub thread_id: Option<String>,
 }
 
@@ -76,13 +94,18 @@ impl std::fmt::Display for Place {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
+    /// Output matched a watch pattern.
     WatchMatch,
+    /// Watching was switched off by strikes.
     WatchDisabled,
+    /// The process ended.
     Completion,
+    /// The gateway is going down.
     Shutdown,
 }
 
 impl Kind {
+    /// The protocol's name for it (`watch_match`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::WatchMatch => "watch_match",
@@ -116,11 +139,16 @@ pub enum Hold {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// What becomes of a predicted notification.
 pub enum Fate {
+    /// Delivered at this step.
     Delivered {
+        /// The step.
         step: usize,
     },
+    /// Dead-lettered at this step (retries exhausted, DELIVER-4).
     DeadLettered {
+        /// The step.
         step: usize,
     },
     /// Still queued when the trace ended (a trace without quiescence).
@@ -132,31 +160,42 @@ pub enum Fate {
 pub struct Expected {
     /// Index in [`Prediction::items`].
     pub index: usize,
+    /// What it is.
     pub kind: Kind,
+    /// The process it is about (`None` for a shutdown notice).
     pub process: Option<String>,
     /// The step of the spawn that started the run.
     pub run: Option<usize>,
+    /// Its number among the run's notifications, from 0.
     pub seq: u32,
+    /// The thread it must reach: its process's home (ROUTE-1).
     pub place: Place,
+    /// The step it was emitted at.
     pub emitted: usize,
     /// The output operation a watch match came from.
     pub source_op: Option<usize>,
+    /// The watch pattern a match came from.
     pub pattern: Option<String>,
+    /// Matches dropped before it that it must count (TEXT-4).
     pub suppressed: u64,
     /// Tokens the text must show (excerpt lines, the tail since the last
     /// restart) and may show (the excerpt; all of the run's output).
     pub must_show: BTreeSet<String>,
+    /// Tokens the text may show (see `must_show`).
     pub may_show: BTreeSet<String>,
+    /// Why a completion is owed, if it is one.
     pub promise: Option<Promise>,
     /// The rule whose boundary this notification sits exactly on (admitted
     /// at the instant a cooldown or breaker window ended): losing it is a
     /// wrong limit, not a lost message.
     pub edge: Option<&'static str>,
+    /// When it is delivered, dead-lettered, or still pending.
     pub fate: Fate,
     /// Steps it was pending at, and why it was not sent then.
     pub held: Vec<(usize, Hold)>,
     /// Order of delivery within its thread (0, 1, …), for DELIVER-5.
     pub order: Option<usize>,
+    /// How many sends a correct gateway makes.
     pub attempts: u32,
     /// A crash-point run may lack it: emitted during the step the gateway
     /// crashed in, or a shutdown notice for a thread whose only lane was
@@ -204,13 +243,21 @@ impl Verdict {
 /// A run of a process, as the model tracks it.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
+    /// The step of its spawn.
     pub spawn_step: usize,
+    /// The process id.
     pub process: String,
+    /// The thread its notifications must reach.
     pub home: Place,
+    /// That thread's index in the trace.
     pub thread: usize,
+    /// Its watch patterns.
     pub watch: Vec<String>,
+    /// Why its completion is owed, if it is.
     pub promise: Option<Promise>,
+    /// Still running at the end of the trace.
     pub running: bool,
+    /// The step it ended at, if it did.
     pub ended_at: Option<usize>,
     /// Every token this run printed.
     pub tokens: BTreeSet<String>,
@@ -232,7 +279,9 @@ pub struct RunInfo {
 /// Everything the oracle predicts for a trace.
 #[derive(Debug, Clone, Default)]
 pub struct Prediction {
+    /// Every notification, in the order emitted.
     pub items: Vec<Expected>,
+    /// Every run, in spawn order.
     pub runs: Vec<RunInfo>,
     /// Output operation step → what came of it.
     pub verdicts: BTreeMap<usize, Verdict>,

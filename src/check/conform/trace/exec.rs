@@ -30,6 +30,7 @@ pub fn execute_with(trace: &Trace, config: Config) -> Result<TraceResult, String
 /// What a crash-point run did (see [`execute_crashing`]).
 #[derive(Debug, Clone, Default)]
 pub struct CrashRun {
+    /// What the gateway reported up to the crash, and after recovery.
     pub result: TraceResult,
     /// The step during which the gateway crashed (its disk failed), if the
     /// crash point was reached.

@@ -17,6 +17,7 @@ pub const MAX_OPS: usize = 10_000;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TraceFile {
+    /// The suite version it was written for (S-3).
     pub suite_version: String,
     /// Stable id: `trace/<name>` for a stored vector; `gen/<seed>/<n>` for a
     /// generated case.
@@ -29,6 +30,7 @@ pub struct TraceFile {
     /// Where the trace was found failing, if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub found: Option<Found>,
+    /// The trace.
     pub trace: Trace,
     /// What a correct implementation's report is judged.
     pub expect: Expect,
@@ -52,8 +54,11 @@ pub struct Found {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// The generated case a counterexample was shrunk from.
 pub struct ShrunkFrom {
+    /// Its id (`gen/<seed>/<n>`).
     pub id: String,
+    /// Its steps before quiescence.
     pub steps: usize,
 }
 
@@ -69,12 +74,16 @@ pub struct Expect {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deliveries: Option<Vec<ExpectedObservation>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// What a correct implementation dead-letters (informative, as above).
     pub dead_letters: Option<Vec<ExpectedObservation>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+/// The only verdict a stored trace may expect: a correct implementation
+/// passes.
 pub enum Verdict {
+    /// The judge finds nothing.
     Pass,
 }
 
@@ -82,11 +91,16 @@ pub enum Verdict {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectedObservation {
+    /// The operation during which it happens.
     pub step: usize,
+    /// The thread it reaches.
     pub destination: Place,
+    /// The process it is about (`None` for a shutdown notice).
     pub process: Option<String>,
+    /// What it is.
     pub kind: Kind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// For a dead letter, why (typed).
     pub cause: Option<Cause>,
 }
 

@@ -9,8 +9,8 @@
 //!   disk), step by step;
 //! - [`gen`] — the generator of related thread families and rule-reaching
 //!   scenarios;
-//! - [`shrink`] — the cross-process shrinker;
-//! - [`file`] — the file form of a trace (stored vectors and saved
+//! - [`shrink`](mod@shrink) — the cross-process shrinker;
+//! - [`file`](mod@file) — the file form of a trace (stored vectors and saved
 //!   counterexamples), with its id, rules and expected verdict.
 
 pub mod exec;
@@ -34,34 +34,57 @@ use crate::router::Destination;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+/// One operation of a trace, the protocol's trace language (P-7).
 pub enum TraceOp {
+    /// A user message in the thread.
     Message {
+        /// Index into [`Trace::threads`].
         thread: usize,
     },
+    /// The agent's turn starts in the thread.
     TurnStart {
+        /// Index into [`Trace::threads`].
         thread: usize,
     },
+    /// The agent's turn in the thread ends.
     TurnEnd {
+        /// Index into [`Trace::threads`].
         thread: usize,
     },
+    /// `/new` in the thread.
     Reset {
+        /// Index into [`Trace::threads`].
         thread: usize,
     },
+    /// The thread's turn starts a background process.
     Spawn {
+        /// Index into [`Trace::threads`]: the origin of the spawning turn.
         thread: usize,
+        /// The process id (a later spawn of the same id is a new run).
         process: String,
+        /// Watch patterns.
         watch: Vec<String>,
+        /// Notify on exit.
         notify: bool,
     },
+    /// The process prints (lines separated by `
+    /// `).
     Output {
+        /// Its process id.
         process: String,
+        /// What it prints.
         text: String,
     },
+    /// The process exits.
     Exit {
+        /// Its process id.
         process: String,
+        /// Its exit code.
         code: i32,
     },
+    /// The agent kills the process.
     Kill {
+        /// Its process id.
         process: String,
     },
     /// The agent of `thread`'s turn reads a process's output: a poll, a
@@ -69,18 +92,27 @@ pub enum TraceOp {
     /// gateways we know, so any thread's agent can read any process).
     /// PROC-10: a read changes nothing about the process's notifications.
     Read {
+        /// Index into [`Trace::threads`]: the reading agent's thread.
         thread: usize,
+        /// The process read.
         process: String,
     },
+    /// The clock advances.
     Advance {
+        /// By this many ms.
         ms: u64,
     },
+    /// The chat platform's adapter goes down or comes back.
     Adapter {
+        /// Up (sends succeed) or down (sends fail).
         up: bool,
     },
+    /// The gateway crashes and restarts from what it persisted (P-7).
     Restart {
+        /// Whether the OS processes survive (else each owes its `lost` completion).
         survive: bool,
     },
+    /// The gateway shuts down (one notice per thread with a lane).
     Shutdown,
 }
 
@@ -138,8 +170,11 @@ impl TraceOp {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A case of the trace language: the threads it names and its operations.
 pub struct Trace {
+    /// The threads, as origins; operations name them by index.
     pub threads: Vec<RawOrigin>,
+    /// The operations, in order.
     pub ops: Vec<TraceOp>,
 }
 
@@ -149,10 +184,13 @@ pub struct Observed {
     /// The operation during which it was handed to the adapter (for a dead
     /// letter: the number of operations).
     pub step: usize,
+    /// Where it was handed to the adapter.
     pub destination: Place,
     /// The process the notification is about (`None` for shutdown notices).
     pub process: Option<String>,
+    /// What it is.
     pub kind: Kind,
+    /// Its rendered text (TEXT-1..TEXT-4).
     pub text: String,
     /// For a dead letter: why it could not be delivered, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,9 +204,13 @@ pub struct Observed {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
+    /// The adapter failed every attempt.
     AdapterFailed,
+    /// The delivery queue was full.
     Backpressure,
+    /// No route could be determined.
     NoRoute,
+    /// The stored and captured origins disagree.
     OriginConflict,
 }
 
@@ -203,8 +245,12 @@ fn kind(k: NoticeKind) -> Kind {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What an implementation reports for a trace (P-8): every notification it
+/// handed to the adapter, and every dead letter.
 pub struct TraceResult {
+    /// Handed to the adapter, in order.
     pub deliveries: Vec<Observed>,
+    /// Dead-lettered, in order.
     pub dead_letters: Vec<Observed>,
 }
 
