@@ -112,7 +112,11 @@ fn the_page_shows_every_failure_and_draws_counterexamples() {
         0,
         "{rule} fails for the good run"
     );
-    assert!(page.contains(&format!("<td class=\"fail\"><a href=\"#i1-{rule}\">")));
+    let c = cells[1];
+    assert!(page.contains(&format!(
+        "<td class=\"fail\" title=\"passed {}, failed {} (0 known), skipped {}\"><a href=\"#i1-{rule}\">",
+        c.passed, c.failed, c.skipped
+    )));
 
     // Every failure is listed once; each counterexample is drawn inline.
     assert_eq!(
@@ -205,7 +209,9 @@ fn known_failures_link_to_their_findings() {
     assert!(page.contains("The story."));
     assert!(page.contains("H-NOT-WRITTEN (no such section in the FINDINGS.md read)"));
     // Known failures are counted apart in the matrix.
-    assert!(page.contains("<td class=\"known\"><a href=\"#i0-KEY-H3\">✗ 2 of 2 known</a></td>"));
+    assert!(page.contains(
+        "<td class=\"known\" title=\"passed 0, failed 2 (2 known), skipped 0\"><a href=\"#i0-KEY-H3\">✗ 2 of 2 known</a></td>"
+    ));
 }
 
 #[test]

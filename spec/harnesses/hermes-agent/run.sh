@@ -18,7 +18,8 @@ known="${KNOWN_FAILURES-$here/known-failures-$version.txt}"
 known_args=()
 [ -n "$known" ] && [ -f "$known" ] && known_args=(--known-failures "$known")
 # JOBS harness processes (default: the cores). Each has its own HERMES_HOME,
-# HOME and process registry; the report is the same for any number
+# HOME and process registry; outcomes are the same for any number (only the
+# random process ids hermes-agent writes into its texts differ)
 # (BENCHMARKS.md, "Harness workers").
 exec "$procroute" conform --validate --timeout-ms 30000 --cases "${CASES:-300}" --jobs "${JOBS:-$(nproc)}" \
   --impl "$python $here/harness.py" "${known_args[@]}" "$@"

@@ -359,15 +359,26 @@ pub fn render(inputs: &[Input]) -> String {
         let _ = write!(h, "<tr><th title=\"{title}\">{}</th>", esc(rule));
         for (k, c) in cells.iter().enumerate() {
             let class = c.class();
+            let counts = format!(
+                "passed {}, failed {} ({} known), skipped {}",
+                c.passed,
+                c.failed + c.known,
+                c.known,
+                c.skipped
+            );
             if class == "fail" || class == "known" {
                 let _ = write!(
                     h,
-                    "<td class=\"{class}\"><a href=\"#{}\">{}</a></td>",
+                    "<td class=\"{class}\" title=\"{counts}\"><a href=\"#{}\">{}</a></td>",
                     anchor(&format!("i{k}-{rule}")),
                     esc(&c.text())
                 );
             } else {
-                let _ = write!(h, "<td class=\"{class}\">{}</td>", esc(&c.text()));
+                let _ = write!(
+                    h,
+                    "<td class=\"{class}\" title=\"{counts}\">{}</td>",
+                    esc(&c.text())
+                );
             }
         }
         h.push_str("</tr>\n");
