@@ -252,7 +252,7 @@ const STYLE: &str = r#"
 :root { --pass:#d9f2d9; --fail:#f8d0d0; --known:#fbe7c6; --skip:#e6e6e6; --ink:#1a1a1a; }
 * { box-sizing: border-box; }
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--ink);
-       margin: 0 auto; padding: 1rem; max-width: 1200px; }
+       margin: 0 auto; padding: 1rem; max-width: 1200px; overflow-wrap: anywhere; }
 h1 { font-size: 1.5rem; margin: .2rem 0 .6rem; }
 h2 { font-size: 1.25rem; border-bottom: 2px solid #ccc; margin-top: 2.2rem; }
 h3 { font-size: 1.05rem; margin: 1.4rem 0 .4rem; }
