@@ -10,7 +10,8 @@
 //! - [`key`]: session keys in the hermes-agent and the canonical dialect.
 //! - [`store`], [`registry`], [`router`], [`delivery`], [`text`]: the
 //!   sans-IO state machines; [`gateway`]: their facade;
-//!   [`persist`]: the file envelope; [`driver`]: the only I/O.
+//!   [`persist`]: the file envelope; [`journal`]: the journal's framing;
+//!   [`driver`]: the only I/O.
 //!
 //! The checking kit, [`check`]: the oracle and judge, the conformance
 //! suite and its trace language, generators, the simulated disk, fuzz
@@ -25,6 +26,7 @@ pub mod delivery;
 pub mod driver;
 pub mod fault;
 pub mod gateway;
+pub mod journal;
 pub mod key;
 pub mod origin;
 pub mod persist;
