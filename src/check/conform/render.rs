@@ -189,6 +189,13 @@ pub fn timeline_text(trace: &Trace, result: &TraceResult) -> String {
 /// forbids (C0 controls but tab and newline, U+FFFE, U+FFFF) and DEL as
 /// visible `\u{…}`, so a hostile id cannot break the picture or the page.
 pub(crate) fn esc(s: &str) -> String {
+    escape_xml(s, false)
+}
+
+/// [`esc`], and for an XML attribute value (`attribute`) tab, newline and
+/// carriage return as character references, which XML would otherwise
+/// normalise to spaces there.
+pub(crate) fn escape_xml(s: &str, attribute: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -197,9 +204,12 @@ pub(crate) fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            '\t' | '\n' | '\r' if attribute => {
+                let _ = write!(out, "&#{};", c as u32);
+            }
             '\t' | '\n' => out.push(c),
             c if (c as u32) < 0x20 || c == '\u{7f}' || c == '\u{fffe}' || c == '\u{ffff}' => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32));
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
             c => out.push(c),
         }
