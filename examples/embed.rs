@@ -177,6 +177,16 @@ impl Embedding {
             .collect()
     }
 
+    /// A user writes in the thread and the agent's turn starts there.
+    fn user_turn(&mut self, origin: &Origin) {
+        self.input(Input::Message {
+            origin: origin.clone(),
+        });
+        self.input(Input::TurnStarted {
+            origin: origin.clone(),
+        });
+    }
+
     /// Feeds process reports and ticks (the gateway's timer) until `until`.
     fn pump(&mut self, rx: &Receiver<FromProcess>, until: Instant) {
         while Instant::now() < until {
@@ -226,12 +236,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (topic7, topic9) = (topic("7")?, topic("9")?);
 
     // Topic 7: the agent starts a build in the background.
-    g.input(Input::Message {
-        origin: topic7.clone(),
-    });
-    g.input(Input::TurnStarted {
-        origin: topic7.clone(),
-    });
+    g.user_turn(&topic7);
     g.input(Input::Spawn {
         origin: topic7.clone(),
         process_id: "proc_build".into(),
@@ -243,12 +248,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         origin: topic7.clone(),
     });
     // Topic 9: another user's long turn makes it the active thread.
-    g.input(Input::Message {
-        origin: topic9.clone(),
-    });
-    g.input(Input::TurnStarted {
-        origin: topic9.clone(),
-    });
+    g.user_turn(&topic9);
     g.pump(&rx, Instant::now() + Duration::from_millis(2_500));
     g.input(Input::TurnEnded {
         origin: topic9.clone(),

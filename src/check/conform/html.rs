@@ -88,6 +88,8 @@ pub fn spec_rules() -> Vec<(String, String)> {
     out
 }
 
+/// A rule id (`PROC-7`) or a finding's name (`H-PARSE-PROFILE`): upper-case
+/// letters, digits and at least one `-`.
 fn is_rule_id(s: &str) -> bool {
     s.contains('-')
         && s.chars()
@@ -105,7 +107,7 @@ pub fn findings_sections(text: &str) -> BTreeMap<String, (String, String)> {
                 out.insert(name, (title, body));
             }
             let name = head.split_whitespace().next().unwrap_or("");
-            if is_finding_name(name) {
+            if is_rule_id(name) {
                 current = Some((name.to_owned(), head.to_owned(), String::new()));
             }
         } else if line.starts_with("# ") {
@@ -121,12 +123,6 @@ pub fn findings_sections(text: &str) -> BTreeMap<String, (String, String)> {
         out.insert(name, (title, body));
     }
     out
-}
-
-fn is_finding_name(s: &str) -> bool {
-    s.contains('-')
-        && s.chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-')
 }
 
 /// Per rule and implementation: passed, failed unexpectedly, failed as
@@ -320,12 +316,7 @@ fn labels(inputs: &[Input]) -> Vec<String> {
 
 /// The page.
 pub fn render(inputs: &[Input]) -> String {
-    let labelled: Vec<Input> = inputs
-        .iter()
-        .zip(labels(inputs))
-        .map(|(i, label)| Input { label, ..i.clone() })
-        .collect();
-    let inputs = &labelled[..];
+    let labels = labels(inputs);
     let spec = spec_rules();
     let rules_order: Vec<String> = spec.iter().map(|(id, _)| id.clone()).collect();
     let rules: BTreeMap<String, String> = spec.into_iter().collect();
@@ -347,11 +338,11 @@ pub fn render(inputs: &[Input]) -> String {
         inputs.len(),
         if inputs.len() == 1 { "" } else { "s" }
     );
-    summary(&mut h, inputs);
+    summary(&mut h, inputs, &labels);
     let m = matrix(inputs);
     h.push_str("<h2 id=\"matrix\">Rules × implementations</h2>\n<div class=\"scroll\"><table id=\"matrix-table\">\n<thead><tr><th>rule</th>");
-    for i in inputs {
-        let _ = write!(h, "<th>{}</th>", esc(&i.label));
+    for label in &labels {
+        let _ = write!(h, "<th>{}</th>", esc(label));
     }
     h.push_str("</tr></thead>\n<tbody>\n");
     for (rule, cells) in &m {
@@ -385,13 +376,13 @@ pub fn render(inputs: &[Input]) -> String {
     }
     h.push_str("</tbody></table></div>\n");
     for (k, input) in inputs.iter().enumerate() {
-        section(&mut h, k, input, &rules, &rules_order);
+        section(&mut h, k, input, &labels[k], &rules, &rules_order);
     }
     h.push_str("</body>\n</html>\n");
     h
 }
 
-fn summary(h: &mut String, inputs: &[Input]) {
+fn summary(h: &mut String, inputs: &[Input], labels: &[String]) {
     h.push_str("<div class=\"scroll\"><table class=\"summary\" id=\"summary\">\n<thead><tr><th>implementation</th><th>passed</th><th>failed</th><th>of which known</th><th>skipped</th></tr></thead>\n<tbody>\n");
     for (k, i) in inputs.iter().enumerate() {
         let mut c = Cell::default();
@@ -401,7 +392,7 @@ fn summary(h: &mut String, inputs: &[Input]) {
         let _ = writeln!(
             h,
             "<tr><th><a href=\"#i{k}\">{}</a></th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&i.label),
+            esc(&labels[k]),
             c.passed,
             c.failed + c.known,
             c.known,
@@ -415,11 +406,12 @@ fn section(
     h: &mut String,
     k: usize,
     input: &Input,
+    label: &str,
     rules: &BTreeMap<String, String>,
     rules_order: &[String],
 ) {
     let r = &input.report;
-    let _ = writeln!(h, "<h2 id=\"i{k}\">{}</h2>", esc(&input.label));
+    let _ = writeln!(h, "<h2 id=\"i{k}\">{}</h2>", esc(label));
     if let Some(i) = &r.implementation {
         let _ = write!(
             h,
