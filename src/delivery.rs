@@ -190,6 +190,46 @@ pub struct DeliveryEngine {
     completions_order: VecDeque<crate::registry::RunId>,
     /// Test-only fault switch (feature `faults`); zero-sized otherwise.
     fault: Switch,
+    /// What changed since the last [`DeliveryEngine::take_changes`], when
+    /// the gateway keeps a journal (`None`: not tracked).
+    changes: Option<crate::delta::Changes<Untaken>>,
+}
+
+/// Changes not yet taken: the threads whose queue changed, and the
+/// appends to the delivered log, the dead letters and the completions, in
+/// order (their bounds drop the oldest, so order matters).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Untaken {
+    queues: BTreeSet<Destination>,
+    log: Vec<DelOp>,
+}
+
+/// Appended log entries kept before a take; beyond it the next take is the
+/// whole image (a bound on memory when nothing is persisted for long).
+const MAX_UNTAKEN_OPS: usize = 1 << 16;
+
+/// One change to the delivery log's file image, for the journal (issue
+/// 22): a thread's whole queue as it now is (queues are short: one
+/// notification per process event, the head in flight), or one append to
+/// the delivered log, the dead letters or the completions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DeliveryRecord(DelOp);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum DelOp {
+    /// The thread's queue, as the file image holds it (nothing in flight).
+    Queue {
+        destination: Destination,
+        items: Vec<Pending>,
+    },
+    /// Delivered (remembered in the exactly-once window).
+    Delivered { id: NotificationId },
+    /// Dead-lettered.
+    Dead { letter: Box<DeadLetter> },
+    /// A run's completion is held.
+    Completion { run: crate::registry::RunId },
 }
 
 impl DeliveryEngine {
@@ -207,6 +247,95 @@ impl DeliveryEngine {
             completions: BTreeSet::new(),
             completions_order: VecDeque::new(),
             fault: Switch::default(),
+            changes: None,
+        }
+    }
+
+    /// From now on, remember what changes for
+    /// [`DeliveryEngine::take_changes`] (a journaling gateway). `full`: the
+    /// next take is the whole image.
+    pub fn track_changes(&mut self, full: bool) {
+        self.changes = Some(crate::delta::Changes::new(full));
+    }
+
+    fn queue_changed(&mut self, d: &Destination) {
+        if let Some(c) = &mut self.changes {
+            if !c.full && !c.set.queues.contains(d) {
+                c.set.queues.insert(d.clone());
+            }
+        }
+    }
+
+    fn logged(&mut self, op: impl FnOnce() -> DelOp) {
+        if let Some(c) = &mut self.changes {
+            if c.full {
+                return;
+            }
+            if c.set.log.len() >= MAX_UNTAKEN_OPS {
+                c.full = true;
+                c.set = Untaken::default();
+                return;
+            }
+            c.set.log.push(op());
+        }
+    }
+
+    /// What changed since the last take: `Some(records)` to append, or
+    /// `None` when only the whole image will do; then tracking starts
+    /// afresh.
+    pub fn take_changes(&mut self) -> Option<Vec<DeliveryRecord>> {
+        let c = self.changes.as_mut()?;
+        if std::mem::take(&mut c.full) {
+            c.set = Untaken::default();
+            return None;
+        }
+        let Untaken { queues, log } = std::mem::take(&mut c.set);
+        let mut out = Vec::with_capacity(queues.len() + log.len());
+        if !fault_on!(self.fault, QueueNotPersisted) {
+            for destination in queues {
+                let items = self
+                    .queues
+                    .get(&destination)
+                    .map(|q| {
+                        q.iter()
+                            .map(|p| Pending {
+                                in_flight: false,
+                                ..p.clone()
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                out.push(DeliveryRecord(DelOp::Queue { destination, items }));
+            }
+        }
+        out.extend(log.into_iter().map(DeliveryRecord));
+        Some(out)
+    }
+
+    /// Applies a journal record to an engine read from its file image
+    /// (recovery). The result is checked as a whole when its image is
+    /// decoded again ([`DeliveryEngine::decode`]).
+    pub fn apply(&mut self, r: DeliveryRecord) {
+        match r.0 {
+            DelOp::Queue { destination, items } => {
+                if let Some(old) = self.queues.remove(&destination) {
+                    for p in old {
+                        self.queued_ids.remove(&p.n.id);
+                    }
+                }
+                if !items.is_empty() {
+                    for p in &items {
+                        self.queued_ids.insert(p.n.id);
+                    }
+                    self.queues.insert(destination, items.into());
+                }
+            }
+            DelOp::Delivered { id } => self.remember(id),
+            DelOp::Dead { letter } => {
+                let l = *letter;
+                self.dead_letter(l.notification, l.cause, l.reason, l.at_ms);
+            }
+            DelOp::Completion { run } => self.record_completion(run),
         }
     }
 
@@ -219,6 +348,7 @@ impl DeliveryEngine {
     /// or about to be sent). Bounded by `delivered_log_max`, oldest first out.
     pub fn record_completion(&mut self, run: crate::registry::RunId) {
         if self.completions.insert(run) {
+            self.logged(|| DelOp::Completion { run });
             self.completions_order.push_back(run);
             while self.completions_order.len() > self.limits.delivered_log_max {
                 if let Some(old) = self.completions_order.pop_front() {
@@ -282,6 +412,7 @@ impl DeliveryEngine {
             });
         }
         self.queued_ids.insert(n.id);
+        self.queue_changed(&n.destination);
         let first = fault_on!(self.fault, CompletionFirst) && n.kind == NoticeKind::Completion;
         let q = self.queues.entry(n.destination.clone()).or_default();
         let p = Pending {
@@ -330,19 +461,24 @@ impl DeliveryEngine {
                 }
             }
         }
+        for n in &out {
+            self.queue_changed(&n.destination);
+        }
         out
     }
 
     /// The adapter's answer for an in-flight notification.
     pub fn ack(&mut self, id: NotificationId, result: Result<(), String>, now_ms: u64) {
-        let Some((dest, q)) = self
+        let Some(dest) = self
             .queues
-            .iter_mut()
+            .iter()
             .find(|(_, q)| q.front().is_some_and(|h| h.n.id == id && h.in_flight))
+            .map(|(d, _)| d.clone())
         else {
             return; // unknown or stale ack: nothing to do
         };
-        let dest = dest.clone();
+        self.queue_changed(&dest);
+        let q = self.queues.get_mut(&dest).expect("found above");
         match result {
             Ok(()) => {
                 q.pop_front();
@@ -393,6 +529,14 @@ impl DeliveryEngine {
     /// (DELIVER-4). The dead-letter list is bounded; the count is not.
     pub fn dead_letter(&mut self, n: Notification, cause: DeadCause, reason: String, now_ms: u64) {
         self.dead_total += 1;
+        self.logged(|| DelOp::Dead {
+            letter: Box::new(DeadLetter {
+                notification: n.clone(),
+                cause,
+                reason: reason.clone(),
+                at_ms: now_ms,
+            }),
+        });
         if self.dead.len() >= self.limits.dead_letter_max {
             self.dead.pop_front();
         }
@@ -406,6 +550,7 @@ impl DeliveryEngine {
 
     fn remember(&mut self, id: NotificationId) {
         if self.delivered.insert(id) {
+            self.logged(|| DelOp::Delivered { id });
             self.delivered_order.push_back(id);
             while self.delivered_order.len() > self.limits.delivered_log_max {
                 if let Some(old) = self.delivered_order.pop_front() {

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::delivery::{
     DeadCause, DeliveryEngine, DeliveryLimits, NoticeKind, Notification, NotificationId,
 };
+use crate::delta::{Durability, Record};
 use crate::fault::{self, fault_on};
 use crate::key::Policy;
 use crate::origin::Origin;
@@ -32,6 +33,8 @@ pub struct Config {
     pub limits: Limits,
     /// The delivery engine's limits.
     pub delivery: DeliveryLimits,
+    /// Whole-file snapshots or journal records (issue 22).
+    pub durability: Durability,
     /// Test-only fault switch (feature `faults`).
     #[cfg(feature = "faults")]
     #[serde(skip)]
@@ -134,12 +137,20 @@ pub enum FileKind {
 #[serde(tag = "output", rename_all = "snake_case")]
 /// What the gateway asks the world to do, in order ([`Gateway::handle`]).
 pub enum Output {
-    /// Persist these bytes before acting on anything later in this batch.
+    /// Persist these bytes before acting on anything later in this batch
+    /// ([`Durability::Snapshots`]).
     Persist {
         /// Which file.
         file: FileKind,
         /// Its whole new contents.
         bytes: Vec<u8>,
+    },
+    /// Append these records durably, as one group commit, before acting on
+    /// anything later in this batch ([`Durability::Journal`]); empty when
+    /// nothing changed.
+    Append {
+        /// What changed, in order.
+        records: Vec<Record>,
     },
     /// A spawn was accepted: the driver starts the process as this run.
     Spawned {
@@ -230,6 +241,16 @@ impl Gateway {
 
     /// A gateway with nothing persisted yet.
     pub fn new(config: Config) -> Gateway {
+        let mut g = Gateway::untracked(config);
+        if g.config.durability == Durability::Journal {
+            g.store.track_changes(false);
+            g.registry.track_changes(false);
+            g.delivery.track_changes(false);
+        }
+        g
+    }
+
+    fn untracked(config: Config) -> Gateway {
         Gateway {
             store: SessionStore::new(DEFAULT_MAX_LANES),
             registry: Registry::new(config.limits.clone()),
@@ -308,8 +329,9 @@ impl Gateway {
         now_ms: u64,
         alive: impl FnMut(RunId, &SpawnRequest) -> bool,
     ) -> Result<(Gateway, Vec<Output>), (FileKind, FileProblem)> {
-        let mut g = Gateway::new(config.clone());
+        let mut g = Gateway::untracked(config.clone());
         let switch = fault::Switch::of(&config);
+        let journal = config.durability == Durability::Journal;
         if let Some(b) = store {
             g.store =
                 SessionStore::decode(b, DEFAULT_MAX_LANES).map_err(|e| (FileKind::Store, e))?;
@@ -318,6 +340,14 @@ impl Gateway {
             g.delivery = DeliveryEngine::decode(b, config.delivery.clone())
                 .map_err(|e| (FileKind::Delivery, e))?;
             g.delivery.set_fault(switch);
+        }
+        if journal {
+            // The store and the delivery log are exactly their images;
+            // the registry is reconciled on restore, so its next record
+            // is its whole image.
+            g.store.track_changes(false);
+            g.delivery.track_changes(false);
+            g.registry.track_changes(true);
         }
         let mut out = Vec::new();
         g.check_held().map_err(|e| (FileKind::Delivery, e))?;
@@ -345,6 +375,9 @@ impl Gateway {
                 .map_err(|e| (FileKind::Checkpoint, e))?;
             g.registry = reg;
             g.registry.set_fault(switch);
+            if journal {
+                g.registry.track_changes(true);
+            }
             let lost = if fault_on!(fault::Switch::of(&g.config), NoLostCompletion) {
                 out.push(g.persist(FileKind::Checkpoint));
                 Vec::new()
@@ -399,15 +432,67 @@ impl Gateway {
         &self.stats
     }
 
-    fn persist(&self, file: FileKind) -> Output {
+    fn persist(&mut self, file: FileKind) -> Output {
+        let journal = self.config.durability == Durability::Journal;
         if let Some(mask) = self.deferred.get() {
             self.deferred.set(Some(mask | Self::bit(file)));
-            return Output::Persist {
-                file,
-                bytes: Vec::new(),
+            return if journal {
+                Output::Append {
+                    records: Vec::new(),
+                }
+            } else {
+                Output::Persist {
+                    file,
+                    bytes: Vec::new(),
+                }
             };
         }
+        if journal {
+            let mut records = Vec::new();
+            self.take_changes(file, &mut records);
+            return Output::Append { records };
+        }
         self.snapshot(file)
+    }
+
+    /// Appends what changed in one file's image since it was last taken
+    /// (a journaling gateway): its records, or its whole image.
+    fn take_changes(&mut self, file: FileKind, out: &mut Vec<Record>) {
+        let taken = match file {
+            FileKind::Store => self.store.take_changes().map(|v| {
+                out.extend(v.into_iter().map(|change| Record::Store { change }));
+            }),
+            FileKind::Checkpoint => self.registry.take_changes().map(|v| {
+                out.extend(v.into_iter().map(|change| Record::Checkpoint { change }));
+            }),
+            FileKind::Delivery => self.delivery.take_changes().map(|v| {
+                out.extend(v.into_iter().map(|change| Record::Delivery { change }));
+            }),
+        };
+        if taken.is_none() {
+            let Output::Persist { bytes, .. } = self.snapshot(file) else {
+                unreachable!("snapshot is a Persist")
+            };
+            out.push(Record::image(file, bytes));
+        }
+    }
+
+    /// Compaction (a journaling gateway): the three files' whole images
+    /// (store, checkpoint, delivery log), the state as it is now; what
+    /// changed before is in them, so the changes not yet taken are
+    /// dropped. A backend writes them as its new base and starts an empty
+    /// journal after it (`driver::journal`).
+    pub fn compact(&mut self) -> [Vec<u8>; 3] {
+        if self.config.durability == Durability::Journal {
+            self.store.track_changes(false);
+            self.registry.track_changes(false);
+            self.delivery.track_changes(false);
+        }
+        [
+            self.store.encode(),
+            self.registry.encode(),
+            self.delivery.encode(),
+        ]
     }
 
     fn bit(file: FileKind) -> u8 {
@@ -434,17 +519,25 @@ impl Gateway {
         let mut rest = Vec::new();
         for input in inputs {
             for o in self.handle(now_ms, input) {
-                if !matches!(o, Output::Persist { .. }) {
+                if !matches!(o, Output::Persist { .. } | Output::Append { .. }) {
                     rest.push(o);
                 }
             }
         }
         let mask = self.deferred.take().unwrap_or(0);
         let mut out = Vec::with_capacity(rest.len() + 3);
+        let mut records = Vec::new();
         for file in [FileKind::Store, FileKind::Delivery, FileKind::Checkpoint] {
             if mask & Self::bit(file) != 0 {
-                out.push(self.snapshot(file));
+                match self.config.durability {
+                    Durability::Snapshots => out.push(self.snapshot(file)),
+                    Durability::Journal => self.take_changes(file, &mut records),
+                }
             }
+        }
+        if mask != 0 && self.config.durability == Durability::Journal {
+            // One group commit: one append, one fsync.
+            out.push(Output::Append { records });
         }
         out.extend(rest);
         out

@@ -37,7 +37,7 @@ pub const MAGIC: &[u8; 8] = b"PRJRNL01";
 
 /// Largest frame body, in bytes: a length field beyond it is damage or a
 /// torn write, never a frame (bounded memory on a hostile file).
-pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 
 /// Bytes of a frame's header (length and checksum).
 pub const HEADER_BYTES: usize = 8;

@@ -23,6 +23,7 @@
 
 pub mod check;
 pub mod delivery;
+pub mod delta;
 pub mod driver;
 pub mod fault;
 pub mod gateway;

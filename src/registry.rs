@@ -253,6 +253,54 @@ pub struct Registry {
     fault: Switch,
     /// Only used under `Fault::GlobalTail`.
     global_tail: String,
+    /// Runs changed since the last [`Registry::take_changes`], when the
+    /// gateway keeps a journal (`None`: not tracked).
+    changes: Option<crate::delta::Changes<BTreeMap<RunId, Change>>>,
+    /// `next_run` when changes were last taken.
+    taken_next_run: u64,
+}
+
+/// How a run changed since the last take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// Spawned: the whole run is recorded.
+    New,
+    /// Changed: its counters, and the last this many characters of its
+    /// tail (at most the tail's bound) are new.
+    Touched(usize),
+    /// Ended.
+    Gone,
+}
+
+/// One change to the checkpoint's file image, for the journal (issue 22).
+/// Output only appends to a run's tail, so a changed run records its new
+/// counters and the characters its tail gained (bounded by
+/// [`Limits::tail_max_chars`]), not the whole tail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RegistryRecord(RegOp);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum RegOp {
+    /// The next run id to issue.
+    Next { next_run: u64 },
+    /// A run as it now is.
+    Run { run: RunId, p: Box<Proc> },
+    /// A run's counters, and what its tail gained.
+    Update {
+        run: RunId,
+        next_seq: u32,
+        notify_on_exit: bool,
+        watch_disabled: bool,
+        cooldown_until: Option<u64>,
+        strike_candidate: bool,
+        strikes: u32,
+        suppressed: u64,
+        tail: String,
+    },
+    /// The run ended.
+    End { run: RunId },
 }
 
 impl Registry {
@@ -265,7 +313,155 @@ impl Registry {
             breaker: Breaker::default(),
             fault: Switch::default(),
             global_tail: String::new(),
+            changes: None,
+            taken_next_run: 1,
         }
+    }
+
+    /// From now on, remember what changes for [`Registry::take_changes`]
+    /// (a journaling gateway). `full`: the next take is the whole image.
+    pub fn track_changes(&mut self, full: bool) {
+        self.changes = Some(crate::delta::Changes::new(full));
+        self.taken_next_run = self.next_run;
+    }
+
+    fn mark(&mut self, run: RunId, change: Change) {
+        let Some(c) = &mut self.changes else { return };
+        if c.full {
+            return;
+        }
+        let max = self.limits.tail_max_chars;
+        match (c.set.get(&run).copied(), change) {
+            (Some(Change::New), Change::Gone) => {
+                c.set.remove(&run);
+            }
+            (Some(Change::New), _) => {}
+            (Some(Change::Touched(a)), Change::Touched(b)) => {
+                c.set
+                    .insert(run, Change::Touched(a.saturating_add(b).min(max)));
+            }
+            (_, change) => {
+                let change = match change {
+                    Change::Touched(n) => Change::Touched(n.min(max)),
+                    other => other,
+                };
+                c.set.insert(run, change);
+            }
+        }
+    }
+
+    /// What changed since the last take: `Some(records)` to append, or
+    /// `None` when only the whole image will do; then tracking starts
+    /// afresh.
+    pub fn take_changes(&mut self) -> Option<Vec<RegistryRecord>> {
+        let c = self.changes.as_mut()?;
+        let next_run = std::mem::replace(&mut self.taken_next_run, self.next_run);
+        if std::mem::take(&mut c.full) {
+            c.set.clear();
+            return None;
+        }
+        let set = std::mem::take(&mut c.set);
+        let mut out = Vec::with_capacity(set.len() + 1);
+        if next_run != self.next_run {
+            out.push(RegistryRecord(RegOp::Next {
+                next_run: self.next_run,
+            }));
+        }
+        for (run, change) in set {
+            let op = match (change, self.running.get(&run)) {
+                (Change::Gone, _) => RegOp::End { run },
+                (Change::New, Some(p)) => RegOp::Run {
+                    run,
+                    p: Box::new(p.clone()),
+                },
+                (Change::Touched(n), Some(p)) => {
+                    let len = p.tail.chars().count();
+                    let skip = len - n.min(len);
+                    let cut = p
+                        .tail
+                        .char_indices()
+                        .nth(skip)
+                        .map_or(p.tail.len(), |(i, _)| i);
+                    RegOp::Update {
+                        run,
+                        next_seq: p.next_seq,
+                        notify_on_exit: p.notify_on_exit,
+                        watch_disabled: p.watch_disabled,
+                        cooldown_until: p.cooldown_until,
+                        strike_candidate: p.strike_candidate,
+                        strikes: p.strikes,
+                        suppressed: p.suppressed,
+                        tail: p.tail[cut..].to_owned(),
+                    }
+                }
+                (_, None) => {
+                    unreachable!("a new or touched run that is not running was marked gone")
+                }
+            };
+            out.push(RegistryRecord(op));
+        }
+        Some(out)
+    }
+
+    /// Reads a checkpoint's file image as it is, for applying journal
+    /// records to it (recovery); [`Registry::restore`] checks and
+    /// reconciles the result.
+    pub fn decode_image(bytes: &[u8], limits: Limits) -> Result<Registry, FileProblem> {
+        let body: Body = persist::decode(FORMAT, VERSION, bytes)?;
+        let mut reg = Registry::new(limits);
+        reg.next_run = body.next_run;
+        for (run, p) in body.running {
+            if reg.running.insert(run, p).is_some() {
+                return Err(FileProblem::Corrupt {
+                    detail: format!("run {} appears twice", run.0),
+                });
+            }
+        }
+        Ok(reg)
+    }
+
+    /// Applies a journal record to an image read by
+    /// [`Registry::decode_image`]. A record about a run the image does not
+    /// hold is refused: the journal does not belong to this image.
+    pub fn apply(&mut self, r: RegistryRecord) -> Result<(), FileProblem> {
+        let missing = |run: RunId| FileProblem::Corrupt {
+            detail: format!(
+                "journal record for run {} that the checkpoint does not hold",
+                run.0
+            ),
+        };
+        match r.0 {
+            RegOp::Next { next_run } => self.next_run = next_run,
+            RegOp::Run { run, p } => {
+                self.running.insert(run, *p);
+            }
+            RegOp::Update {
+                run,
+                next_seq,
+                notify_on_exit,
+                watch_disabled,
+                cooldown_until,
+                strike_candidate,
+                strikes,
+                suppressed,
+                tail,
+            } => {
+                let max = self.limits.tail_max_chars;
+                let p = self.running.get_mut(&run).ok_or_else(|| missing(run))?;
+                p.next_seq = next_seq;
+                p.notify_on_exit = notify_on_exit;
+                p.watch_disabled = watch_disabled;
+                p.cooldown_until = cooldown_until;
+                p.strike_candidate = strike_candidate;
+                p.strikes = strikes;
+                p.suppressed = suppressed;
+                push_tail(&mut p.tail, &tail, max);
+            }
+            RegOp::End { run } => {
+                self.running.remove(&run).ok_or_else(|| missing(run))?;
+            }
+        }
+        Ok(())
     }
 
     /// The limits it enforces.
@@ -343,6 +539,7 @@ impl Registry {
                 tail: String::new(),
             },
         );
+        self.mark(run, Change::New);
         Ok(run)
     }
 
@@ -375,12 +572,17 @@ impl Registry {
             .running
             .get_mut(&run)
             .ok_or(RegistryError::NotRunning(run))?;
-        if fault_on!(f, TailFromStart) {
+        let appended = if fault_on!(f, TailFromStart) {
             let room = limits.tail_max_chars.saturating_sub(p.tail.chars().count());
+            let before = p.tail.len();
             p.tail.extend(chunk.chars().take(room));
+            p.tail[before..].chars().count()
         } else {
             push_tail(&mut p.tail, chunk, limits.tail_max_chars);
-        }
+            chunk.chars().count()
+        };
+        self.mark(run, Change::Touched(appended));
+        let p = self.running.get_mut(&run).expect("looked up above");
         if fault_on!(f, GlobalTail) {
             push_tail(&mut self.global_tail, chunk, limits.tail_max_chars);
         }
@@ -498,6 +700,7 @@ impl Registry {
             .running
             .remove(&run)
             .ok_or(RegistryError::NotRunning(run))?;
+        self.mark(run, Change::Gone);
         let silent = fault_on!(self.fault, KilledSilent) && completion == Completion::Killed;
         if (!p.notify_on_exit && !fault_on!(self.fault, NotifyAlways)) || silent {
             return Ok(Vec::new());

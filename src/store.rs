@@ -109,6 +109,19 @@ pub struct SessionStore {
     lanes: HashMap<Lane, Entry, LaneHasher>,
     next_conversation: u64,
     max_lanes: usize,
+    /// Lanes changed since the last [`SessionStore::take_changes`], when
+    /// the gateway keeps a journal (`None`: not tracked).
+    changes: Option<crate::delta::Changes<std::collections::BTreeSet<Lane>>>,
+}
+
+/// One change to the store's file image, for the journal (issue 22): a
+/// lane as it now is, and the conversation counter beside it (the only
+/// time the counter moves is when a lane is created or reset).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreRecord {
+    lane: Lane,
+    entry: Entry,
+    next_conversation: u64,
 }
 
 /// Lanes in order: the map's hasher is seeded at random, and a debug view
@@ -121,6 +134,7 @@ impl fmt::Debug for SessionStore {
             .field("lanes", &lanes)
             .field("next_conversation", &self.next_conversation)
             .field("max_lanes", &self.max_lanes)
+            .field("changes", &self.changes)
             .finish()
     }
 }
@@ -138,7 +152,56 @@ impl SessionStore {
             lanes: HashMap::default(),
             next_conversation: 1,
             max_lanes,
+            changes: None,
         }
+    }
+
+    /// From now on, remember what changes for [`SessionStore::take_changes`]
+    /// (a journaling gateway). `full`: the next take is the whole image (the
+    /// state no longer matches what was last persisted, e.g. after recovery).
+    pub fn track_changes(&mut self, full: bool) {
+        self.changes = Some(crate::delta::Changes::new(full));
+    }
+
+    fn touched(&mut self, lane: &Lane) {
+        if let Some(c) = &mut self.changes {
+            if !c.full {
+                c.set.insert(lane.clone());
+            }
+        }
+    }
+
+    /// What changed since the last take: `Some(records)` to append, or
+    /// `None` when only the whole image will do (see
+    /// [`SessionStore::track_changes`]); then tracking starts afresh.
+    pub fn take_changes(&mut self) -> Option<Vec<StoreRecord>> {
+        let c = self.changes.as_mut()?;
+        if std::mem::take(&mut c.full) {
+            c.set.clear();
+            return None;
+        }
+        let lanes = std::mem::take(&mut c.set);
+        Some(
+            lanes
+                .into_iter()
+                .filter_map(|lane| {
+                    let entry = self.lanes.get(&lane)?.clone();
+                    Some(StoreRecord {
+                        lane,
+                        entry,
+                        next_conversation: self.next_conversation,
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// Applies a journal record to a store read from its file image
+    /// (recovery): the lane becomes the recorded entry. The image is
+    /// checked as a whole afterwards ([`SessionStore::decode`]).
+    pub fn apply(&mut self, r: StoreRecord) {
+        self.next_conversation = r.next_conversation;
+        self.lanes.insert(r.lane, r.entry);
     }
 
     /// A message arrived from `origin`: create its lane (recording the
@@ -151,7 +214,10 @@ impl SessionStore {
     ) -> Result<(Lane, bool), StoreError> {
         let lane = Lane::of(origin, policy);
         if let Some(e) = self.lanes.get_mut(&lane) {
-            e.updated_ms = e.updated_ms.max(now_ms);
+            if now_ms > e.updated_ms {
+                e.updated_ms = now_ms;
+                self.touched(&lane);
+            }
             return Ok((lane, false));
         }
         if self.lanes.len() >= self.max_lanes {
@@ -170,6 +236,7 @@ impl SessionStore {
                 updated_ms: now_ms,
             },
         );
+        self.touched(&lane);
         Ok((lane, true))
     }
 
@@ -183,6 +250,7 @@ impl SessionStore {
         e.conversation = conversation;
         e.updated_ms = e.updated_ms.max(now_ms);
         self.next_conversation += 1;
+        self.touched(lane);
         Ok(conversation)
     }
 
@@ -267,6 +335,7 @@ impl SessionStore {
             lanes,
             next_conversation: body.next_conversation,
             max_lanes,
+            changes: None,
         })
     }
 }

@@ -3,8 +3,10 @@
 //! a crash keeps only what a POSIX file system guarantees.
 //!
 //! The model, deliberately pessimistic:
-//! - file contents written but not fsynced may be lost, kept, or *torn*
-//!   (any prefix survives);
+//! - file contents written but not fsynced may be lost, kept, *torn*
+//!   (any prefix survives; of an append, any prefix of what was appended)
+//!   or torn with *garbage* after the cut (pages allocated, never
+//!   written);
 //! - directory changes (create, rename) not covered by a directory fsync may
 //!   be lost, but in order: a random prefix of them survives (journaled
 //!   metadata);
@@ -110,14 +112,34 @@ impl SimFs {
         }
         for inode in &mut d.inodes {
             if inode.volatile != inode.durable {
-                inode.durable = match rng.below(3) {
-                    0 => inode.durable.clone(),
-                    1 => inode.volatile.clone(),
-                    _ => {
-                        let cut = rng.below(inode.volatile.len() + 1);
-                        inode.volatile[..cut].to_vec()
-                    }
+                // What was fsynced survives: an append tears only what it
+                // appended.
+                let base = if inode.volatile.starts_with(&inode.durable) {
+                    inode.durable.len()
+                } else {
+                    0
                 };
+                let len = inode.volatile.len();
+                let cut = base + rng.below(len - base + 1);
+                inode.durable =
+                    match rng.below(4) {
+                        0 => inode.durable.clone(),
+                        1 => inode.volatile.clone(),
+                        2 => inode.volatile[..cut].to_vec(),
+                        _ => {
+                            let mut torn = inode.volatile[..cut].to_vec();
+                            let garbage = rng.below(len - cut + 1);
+                            let zeros = rng.chance(50);
+                            torn.extend((0..garbage).map(|_| {
+                                if zeros {
+                                    0
+                                } else {
+                                    rng.below(256) as u8
+                                }
+                            }));
+                            torn
+                        }
+                    };
             }
             inode.volatile = inode.durable.clone();
         }
@@ -157,6 +179,23 @@ impl FileSystem for SimFs {
         let mut d = self.step()?;
         match d.live.get(path).copied() {
             Some(i) => d.inodes[i].volatile = bytes.to_vec(),
+            None => {
+                let i = d.inodes.len();
+                d.inodes.push(Inode {
+                    durable: Vec::new(),
+                    volatile: bytes.to_vec(),
+                });
+                d.live.insert(path.to_path_buf(), i);
+                d.pending.push(DirOp::Link(path.to_path_buf(), i));
+            }
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut d = self.step()?;
+        match d.live.get(path).copied() {
+            Some(i) => d.inodes[i].volatile.extend_from_slice(bytes),
             None => {
                 let i = d.inodes.len();
                 d.inodes.push(Inode {

@@ -21,6 +21,9 @@ pub trait FileSystem {
     fn read(&self, path: &Path) -> std::io::Result<Vec<u8>>;
     /// Creates or truncates `path` and writes `bytes` (not yet durable).
     fn write(&mut self, path: &Path, bytes: &[u8]) -> std::io::Result<()>;
+    /// Appends `bytes` to `path`, creating it if missing (not yet
+    /// durable).
+    fn append(&mut self, path: &Path, bytes: &[u8]) -> std::io::Result<()>;
     /// Makes the file's contents durable.
     fn sync_file(&mut self, path: &Path) -> std::io::Result<()>;
     /// Atomically replaces `to` by `from` (not yet durable).
@@ -49,6 +52,13 @@ impl FileSystem for RealFs {
             .write(true)
             .create(true)
             .truncate(true)
+            .open(path)?
+            .write_all(bytes)
+    }
+    fn append(&mut self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        OpenOptions::new()
+            .append(true)
+            .create(true)
             .open(path)?
             .write_all(bytes)
     }

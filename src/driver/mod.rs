@@ -7,6 +7,7 @@
 //! outputs (persist, send), and feeds the adapter's answers back.
 
 pub mod files;
+pub mod journal;
 pub mod process;
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};

@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{kind, place, Observed, Trace, TraceOp, TraceResult};
 use crate::check::gen::Rng;
 use crate::delivery::NotificationId;
+use crate::delta::{Durability, Image, Record};
+use crate::driver::journal::{JournalFiles, JournalLimits};
 use crate::gateway::{Config, Effect, FileKind, Gateway, Input, Output};
 use crate::origin::Origin;
 use crate::registry::{Completion, RunId};
@@ -56,14 +58,32 @@ pub fn execute_crashing(
     seed: u64,
 ) -> Result<CrashRun, String> {
     fs.crash_after(crash_after);
-    let disk = Disk::Sim {
-        files: [
-            crate::driver::files::FilePersist::with_fs("/gw/store.json", fs.clone()),
-            crate::driver::files::FilePersist::with_fs("/gw/checkpoint.json", fs.clone()),
-            crate::driver::files::FilePersist::with_fs("/gw/delivery.json", fs.clone()),
-        ],
-        fs: fs.clone(),
-        rng: Rng::new(seed),
+    let rng = Rng::new(seed);
+    let disk = match config.durability {
+        Durability::Snapshots => Disk::Sim {
+            files: [
+                crate::driver::files::FilePersist::with_fs("/gw/store.json", fs.clone()),
+                crate::driver::files::FilePersist::with_fs("/gw/checkpoint.json", fs.clone()),
+                crate::driver::files::FilePersist::with_fs("/gw/delivery.json", fs.clone()),
+            ],
+            fs: fs.clone(),
+            rng,
+        },
+        Durability::Journal => {
+            let (journal, _) = JournalFiles::open(
+                "/gw",
+                fs.clone(),
+                CRASH_TEST_COMPACTION,
+                &config.limits,
+                &config.delivery,
+            )
+            .map_err(|e| format!("opening an empty journal: {e}"))?;
+            Disk::SimJournal {
+                journal: Some(journal),
+                fs: fs.clone(),
+                rng,
+            }
+        }
     };
     let mut x = Execution::on_disk(trace, config, disk)?;
     for op in &trace.ops {
@@ -78,11 +98,30 @@ pub fn execute_crashing(
     })
 }
 
-/// Where the executor keeps the gateway's three files.
+/// The crash-point runs compact the journal once it passes a few KiB (and
+/// twice its base), so that every trace crosses compactions and a crash
+/// lands inside one at every step.
+pub const CRASH_TEST_COMPACTION: JournalLimits = JournalLimits {
+    compact_min_bytes: 4096,
+    compact_base_ratio: 2,
+};
+
+/// Where the executor keeps the gateway's durable state.
 enum Disk {
+    /// Snapshots, in memory.
     Memory(BTreeMap<u8, Vec<u8>>),
+    /// Journal records, applied to the images as they are appended.
+    MemoryJournal(Box<Image>),
+    /// Snapshots on the simulated disk.
     Sim {
         files: [crate::driver::files::FilePersist<crate::check::simfs::SimFs>; 3],
+        fs: crate::check::simfs::SimFs,
+        rng: Rng,
+    },
+    /// The journal backend on the simulated disk (`None` while the
+    /// gateway is down).
+    SimJournal {
+        journal: Option<JournalFiles<crate::check::simfs::SimFs>>,
         fs: crate::check::simfs::SimFs,
         rng: Rng,
     },
@@ -98,14 +137,57 @@ impl Disk {
                 true
             }
             Disk::Sim { files, .. } => files[usize::from(k)].store(&bytes).is_ok(),
+            Disk::MemoryJournal(_) | Disk::SimJournal { .. } => {
+                unreachable!("a journaling gateway appends")
+            }
         }
     }
 
-    fn get(&self, k: u8) -> Result<Option<Vec<u8>>, String> {
+    /// Appends one group commit; `false` when the disk crashed.
+    fn append(&mut self, records: &[Record]) -> bool {
+        match self {
+            Disk::MemoryJournal(image) => {
+                for r in records {
+                    image
+                        .apply(r.clone())
+                        .expect("the gateway's own records fit its images");
+                }
+                true
+            }
+            Disk::SimJournal { journal, .. } => {
+                journal.as_mut().is_some_and(|j| j.append(records).is_ok())
+            }
+            Disk::Memory(_) | Disk::Sim { .. } => unreachable!("a snapshotting gateway persists"),
+        }
+    }
+
+    /// The three files as recovery reads them (the journal: opened again,
+    /// its images rebuilt).
+    fn load(&mut self, config: &Config) -> Result<[Option<Vec<u8>>; 3], String> {
         use crate::persist::Persist;
         match self {
-            Disk::Memory(m) => Ok(m.get(&k).cloned()),
-            Disk::Sim { files, .. } => files[usize::from(k)].load().map_err(|e| e.to_string()),
+            Disk::Memory(m) => Ok([0u8, 1, 2].map(|k| m.get(&k).cloned())),
+            Disk::Sim { files, .. } => {
+                let mut out = [None, None, None];
+                for (o, f) in out.iter_mut().zip(files.iter()) {
+                    *o = f.load().map_err(|e| e.to_string())?;
+                }
+                Ok(out)
+            }
+            Disk::MemoryJournal(image) => Ok(image.files().map(Some)),
+            Disk::SimJournal { journal, fs, .. } => {
+                *journal = None;
+                let (j, opened) = JournalFiles::open(
+                    "/gw",
+                    fs.clone(),
+                    CRASH_TEST_COMPACTION,
+                    &config.limits,
+                    &config.delivery,
+                )
+                .map_err(|e| e.to_string())?;
+                *journal = Some(j);
+                Ok(opened.files.map(Some))
+            }
         }
     }
 }
@@ -137,9 +219,28 @@ pub struct Execution {
 }
 
 impl Execution {
-    /// An execution of `trace`'s threads on an in-memory disk.
+    /// An execution of `trace`'s threads on an in-memory disk (snapshots
+    /// or journal records, as `config.durability` says).
     pub fn new(trace: &Trace, config: Config) -> Result<Execution, String> {
-        Execution::on_disk(trace, config, Disk::Memory(BTreeMap::new()))
+        let disk = match config.durability {
+            Durability::Snapshots => Disk::Memory(BTreeMap::new()),
+            Durability::Journal => {
+                Disk::MemoryJournal(Box::new(Image::empty(&config.limits, &config.delivery)))
+            }
+        };
+        Execution::on_disk(trace, config, disk)
+    }
+
+    /// The durable state as recovery would read it now: the three files
+    /// (store, checkpoint, delivery log) of a snapshotting execution (`None`
+    /// before the first write), or the images a journaling one's records
+    /// rebuild. In memory only (`None` on the simulated disk).
+    pub fn durable_files(&self) -> Option<[Option<Vec<u8>>; 3]> {
+        match &self.disk {
+            Disk::Memory(m) => Some([0u8, 1, 2].map(|k| m.get(&k).cloned())),
+            Disk::MemoryJournal(image) => Some(image.files().map(Some)),
+            Disk::Sim { .. } | Disk::SimJournal { .. } => None,
+        }
     }
 
     fn on_disk(trace: &Trace, config: Config, disk: Disk) -> Result<Execution, String> {
@@ -319,8 +420,9 @@ impl Execution {
             // Its processes live on, except the ones that have ended.
             self.crashed = false;
             self.crashed_at.get_or_insert(step);
-            if let Disk::Sim { fs, rng, .. } = &mut self.disk {
-                fs.crash(rng);
+            match &mut self.disk {
+                Disk::Sim { fs, rng, .. } | Disk::SimJournal { fs, rng, .. } => fs.crash(rng),
+                Disk::Memory(_) | Disk::MemoryJournal(_) => {}
             }
             self.recover(step)?;
         }
@@ -372,12 +474,10 @@ impl Execution {
     /// A gateway restart from the files; runs whose OS process ended are
     /// reported lost.
     fn recover(&mut self, step: usize) -> Result<(), String> {
-        let f = |k| {
-            self.disk
-                .get(k)
-                .map_err(|e| format!("step {step}: recovery failed: {e}"))
-        };
-        let (s, c, d) = (f(0u8)?, f(1u8)?, f(2u8)?);
+        let [s, c, d] = self
+            .disk
+            .load(&self.config)
+            .map_err(|e| format!("step {step}: recovery failed: {e}"))?;
         let ended = &self.ended;
         let (g, out) = Gateway::recover(
             self.config.clone(),
@@ -407,8 +507,16 @@ impl Execution {
         // Only a crash-point run has resends (a crash between send and
         // acknowledgement); elsewhere a repeated id is shown, so the judge
         // sees it.
-        let crash_run = matches!(disk, Disk::Sim { .. });
-        self.g.carry_out(self.now, outs, |o| match o {
+        let crash_run = matches!(disk, Disk::Sim { .. } | Disk::SimJournal { .. });
+        let done = self.g.carry_out(self.now, outs, |o| match o {
+            Output::Append { records } => {
+                if disk.append(records) {
+                    Effect::Done
+                } else {
+                    *crashed = true;
+                    Effect::Halt
+                }
+            }
             Output::Persist { file, bytes } => {
                 let k = match file {
                     FileKind::Store => 0,
@@ -445,6 +553,16 @@ impl Execution {
                 Effect::Sent(None)
             }
             _ => Effect::Done,
-        })
+        });
+        // Compaction between inputs, when the journal has grown.
+        if let Disk::SimJournal {
+            journal: Some(j), ..
+        } = &mut self.disk
+        {
+            if !self.crashed && j.wants_compaction() && j.compact(self.g.compact()).is_err() {
+                self.crashed = true;
+            }
+        }
+        done
     }
 }
