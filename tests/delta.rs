@@ -111,6 +111,9 @@ enum Step {
         fail: bool,
     },
     Restart,
+    /// Between batches: the journal is compacted into a new base
+    /// ([`Gateway::compact`]); the snapshotting side writes all three files.
+    Compact,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -127,6 +130,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Shutdown),
         4 => any::<bool>().prop_map(|fail| Step::Commit { fail }),
         1 => Just(Step::Restart),
+        1 => Just(Step::Compact),
     ]
 }
 
@@ -259,6 +263,26 @@ fn same_files_in_batches(steps: &[Step]) -> Result<(), TestCaseError> {
                     }
                 }
                 sends = apply(a, b, &mut files, &mut image)?;
+            }
+            Step::Compact => {
+                let a = snap.compact();
+                for (k, bytes) in a.into_iter().enumerate() {
+                    files[k] = Some(bytes);
+                }
+                image = Image::empty(&cj.limits, &cj.delivery);
+                for (of, bytes) in [
+                    procroute::gateway::FileKind::Store,
+                    procroute::gateway::FileKind::Checkpoint,
+                    procroute::gateway::FileKind::Delivery,
+                ]
+                .into_iter()
+                .zip(jrnl.compact())
+                {
+                    image
+                        .apply(procroute::delta::Record::image(of, bytes))
+                        .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+                }
+                prop_assert!(normalized(files.clone()) == image.files());
             }
             Step::Restart => {
                 // Both recover from their own durable state; processes

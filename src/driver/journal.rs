@@ -211,11 +211,11 @@ impl<F: FileSystem> JournalFiles<F> {
             torn: None,
             stale: false,
         };
-        // What the journal file should be rewritten to before appending:
-        // `None` when it can be appended to as it is.
-        let mut rewrite: Option<Vec<u8>> = None;
+        // What the journal file should be rewritten to before appending,
+        // and its next batch's number; `None` when it can be appended to as it is.
+        let mut rewrite: Option<(Vec<u8>, u64)> = None;
         match j.read(&journal_path)? {
-            None => rewrite = Some(fresh(j.generation)),
+            None => rewrite = Some((fresh(j.generation), 1)),
             Some(bytes) => {
                 let scan = journal::scan(&bytes).map_err(|p| problem(&journal_path, p))?;
                 let mut records = scan.records.iter();
@@ -258,27 +258,22 @@ impl<F: FileSystem> JournalFiles<F> {
                     j.next_batch = scan.batches;
                     j.journal_bytes = scan.valid_len as u64;
                     if let Tail::Torn { at, why } = scan.tail {
+                        // Cut the torn tail off before appending after it.
                         opened.torn = Some(why);
-                        rewrite = Some(bytes[..at].to_vec());
+                        rewrite = Some((bytes[..at].to_vec(), scan.batches));
                     }
                 } else {
                     if let Tail::Torn { why, .. } = scan.tail {
                         opened.torn = Some(why);
                     }
-                    rewrite = Some(fresh(j.generation));
+                    rewrite = Some((fresh(j.generation), 1));
                 }
             }
         }
-        if let Some(bytes) = rewrite {
-            if bytes.len() <= journal::MAGIC.len() {
-                // A fresh journal of this generation.
-                let bytes = fresh(j.generation);
-                j.replace(&journal_path, &bytes)?;
-                j.next_batch = 1;
-                j.journal_bytes = bytes.len() as u64;
-            } else {
-                j.replace(&journal_path, &bytes)?;
-            }
+        if let Some((bytes, next_batch)) = rewrite {
+            j.replace(&journal_path, &bytes)?;
+            j.next_batch = next_batch;
+            j.journal_bytes = bytes.len() as u64;
         }
         opened.files = image.files();
         Ok((j, opened))

@@ -41,6 +41,9 @@ pub struct CrashRun {
     pub disk_ops: usize,
     /// The steps whose spawn was acknowledged (a run id came back).
     pub spawned: BTreeSet<usize>,
+    /// Journal compactions begun (the journal backend's, after the last
+    /// recovery; 0 with snapshots).
+    pub compactions: u64,
 }
 
 /// Runs `trace` with the three files on a simulated disk
@@ -57,7 +60,6 @@ pub fn execute_crashing(
     crash_after: usize,
     seed: u64,
 ) -> Result<CrashRun, String> {
-    fs.crash_after(crash_after);
     let rng = Rng::new(seed);
     let disk = match config.durability {
         Durability::Snapshots => Disk::Sim {
@@ -66,7 +68,10 @@ pub fn execute_crashing(
                 crate::driver::files::FilePersist::with_fs("/gw/checkpoint.json", fs.clone()),
                 crate::driver::files::FilePersist::with_fs("/gw/delivery.json", fs.clone()),
             ],
-            fs: fs.clone(),
+            fs: {
+                fs.crash_after(crash_after);
+                fs.clone()
+            },
             rng,
         },
         Durability::Journal => {
@@ -78,6 +83,9 @@ pub fn execute_crashing(
                 &config.delivery,
             )
             .map_err(|e| format!("opening an empty journal: {e}"))?;
+            // The crash points count from here: creating the empty
+            // journal is not one of the trace's steps.
+            fs.crash_after(crash_after);
             Disk::SimJournal {
                 journal: Some(journal),
                 fs: fs.clone(),
@@ -90,11 +98,18 @@ pub fn execute_crashing(
         x.step(op)?;
     }
     let (crashed_at, spawned) = (x.crashed_at, x.spawned.clone());
+    let compactions = match &x.disk {
+        Disk::SimJournal {
+            journal: Some(j), ..
+        } => j.stats().compactions,
+        _ => 0,
+    };
     Ok(CrashRun {
         result: x.finish(),
         crashed_at,
         disk_ops: fs.ops(),
         spawned,
+        compactions,
     })
 }
 
