@@ -58,7 +58,7 @@ impl<T: Default> Changes<T> {
 }
 
 /// One change to the durable state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "file", rename_all = "snake_case")]
 pub enum Record {
     /// A change to the session store's image.
@@ -81,8 +81,9 @@ pub enum Record {
     Image {
         /// Which file.
         of: FileKind,
-        /// Its bytes (a versioned JSON envelope, so text).
-        bytes: String,
+        /// Its bytes: the file's versioned JSON envelope, carried as JSON
+        /// (not escaped into a string: an image can be tens of MiB).
+        bytes: Box<serde_json::value::RawValue>,
     },
     /// Backend bookkeeping, never emitted by the gateway: the generation a
     /// journal file or a base belongs to (`driver::journal`).
@@ -91,6 +92,16 @@ pub enum Record {
         number: u64,
     },
 }
+
+/// Records are equal when they encode alike (an image's JSON is compared
+/// as written).
+impl PartialEq for Record {
+    fn eq(&self, other: &Record) -> bool {
+        self.encode() == other.encode()
+    }
+}
+
+impl Eq for Record {}
 
 impl Record {
     /// The record as a journal payload (JSON).
@@ -107,9 +118,14 @@ impl Record {
 
     /// A whole file image as a record.
     pub fn image(of: FileKind, bytes: Vec<u8>) -> Record {
+        let mut text = String::from_utf8(bytes).expect("file images are JSON text");
+        // The envelope ends with a newline; JSON values carry none.
+        let trimmed = text.trim_end().len();
+        text.truncate(trimmed);
         Record::Image {
             of,
-            bytes: String::from_utf8(bytes).expect("file images are JSON text"),
+            bytes: serde_json::value::RawValue::from_string(text)
+                .expect("file images are JSON values"),
         }
     }
 }
@@ -143,24 +159,25 @@ impl Image {
                 .apply(change)
                 .map_err(|e| (FileKind::Checkpoint, e))?,
             Record::Delivery { change } => self.delivery.apply(change),
-            Record::Image { of, bytes } => {
-                let b = bytes.as_bytes();
-                let e = |p| (of, p);
-                match of {
-                    FileKind::Store => {
-                        self.store = SessionStore::decode(b, DEFAULT_MAX_LANES).map_err(e)?
-                    }
-                    FileKind::Checkpoint => {
-                        self.registry =
-                            Registry::decode_image(b, self.registry.limits().clone()).map_err(e)?
-                    }
-                    FileKind::Delivery => {
-                        self.delivery =
-                            DeliveryEngine::decode(b, self.delivery.limits().clone()).map_err(e)?
-                    }
-                }
-            }
+            Record::Image { of, bytes } => self
+                .set_file(of, bytes.get().as_bytes())
+                .map_err(|p| (of, p))?,
             Record::Generation { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Replaces one file's image by `bytes` (a whole file, as a snapshot
+    /// holds it), decoded with every check that file gets.
+    pub fn set_file(&mut self, of: FileKind, bytes: &[u8]) -> Result<(), FileProblem> {
+        match of {
+            FileKind::Store => self.store = SessionStore::decode(bytes, DEFAULT_MAX_LANES)?,
+            FileKind::Checkpoint => {
+                self.registry = Registry::decode_image(bytes, self.registry.limits().clone())?
+            }
+            FileKind::Delivery => {
+                self.delivery = DeliveryEngine::decode(bytes, self.delivery.limits().clone())?
+            }
         }
         Ok(())
     }

@@ -37,7 +37,7 @@ pub const MAGIC: &[u8; 8] = b"PRJRNL01";
 
 /// Largest frame body, in bytes: a length field beyond it is damage or a
 /// torn write, never a frame (bounded memory on a hostile file).
-pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+pub const MAX_FRAME_BYTES: usize = 256 * 1024 * 1024;
 
 /// Bytes of a frame's header (length and checksum).
 pub const HEADER_BYTES: usize = 8;
@@ -103,6 +103,66 @@ pub fn batch(number: u64, payloads: &[&[u8]]) -> Vec<u8> {
         &[&number.to_le_bytes(), &count.to_le_bytes()],
     );
     out
+}
+
+/// One group commit built in place: each record is encoded straight into
+/// the batch's buffer (no copy per record), then [`BatchWriter::finish`]
+/// adds the commit frame. The bytes are exactly [`batch`]'s.
+#[derive(Debug, Default)]
+pub struct BatchWriter {
+    buf: Vec<u8>,
+    count: u32,
+}
+
+impl BatchWriter {
+    /// An empty batch.
+    pub fn new() -> BatchWriter {
+        BatchWriter::default()
+    }
+
+    /// Adds one record whose payload `write` appends to the buffer it is
+    /// given. A payload of [`MAX_FRAME_BYTES`] bytes or more is taken back
+    /// and refused with its length.
+    pub fn record<E>(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<Result<(), usize>, E> {
+        let start = self.buf.len();
+        self.buf.extend_from_slice(&[0; HEADER_BYTES]);
+        self.buf.push(RECORD);
+        write(&mut self.buf)?;
+        let body_len = self.buf.len() - start - HEADER_BYTES;
+        if body_len > MAX_FRAME_BYTES {
+            self.buf.truncate(start);
+            return Ok(Err(body_len - 1));
+        }
+        let len = (body_len as u32).to_le_bytes();
+        let crc = checksum(len, &self.buf[start + HEADER_BYTES..]);
+        self.buf[start..start + 4].copy_from_slice(&len);
+        self.buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+        self.count += 1;
+        Ok(Ok(()))
+    }
+
+    /// Records added so far.
+    pub fn len(&self) -> u32 {
+        self.count
+    }
+
+    /// Whether no record was added.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The batch's bytes, closed by the commit frame of batch `number`.
+    pub fn finish(mut self, number: u64) -> Vec<u8> {
+        push_frame(
+            &mut self.buf,
+            COMMIT,
+            &[&number.to_le_bytes(), &self.count.to_le_bytes()],
+        );
+        self.buf
+    }
 }
 
 /// How a journal ends.

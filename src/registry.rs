@@ -6,7 +6,7 @@
 //! run id and a per-run sequence number. There is no other way to make an
 //! event, so there is no way to make one without its origin.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -241,6 +241,13 @@ struct Body {
     running: Vec<(RunId, Proc)>,
 }
 
+/// [`Body`] borrowed, for encoding without cloning every run.
+#[derive(Serialize)]
+struct BodyRef<'a> {
+    next_run: u64,
+    running: Vec<(&'a RunId, &'a Proc)>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 /// The background processes' state machine: runs, watch rate limits, the
 /// global breaker; events out, no I/O (PROC-1..PROC-9).
@@ -254,20 +261,23 @@ pub struct Registry {
     /// Only used under `Fault::GlobalTail`.
     global_tail: String,
     /// Runs changed since the last [`Registry::take_changes`], when the
-    /// gateway keeps a journal (`None`: not tracked).
-    changes: Option<crate::delta::Changes<BTreeMap<RunId, Change>>>,
+    /// gateway keeps a journal (`None`: not tracked). Hashed with a fixed
+    /// seed (run ids are ours, not an attacker's), taken in run order.
+    changes: Option<crate::delta::Changes<HashMap<RunId, Change, RunHasher>>>,
     /// `next_run` when changes were last taken.
     taken_next_run: u64,
 }
 
+type RunHasher = foldhash::fast::FixedState;
+
 /// How a run changed since the last take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Change {
     /// Spawned: the whole run is recorded.
     New,
-    /// Changed: its counters, and the last this many characters of its
-    /// tail (at most the tail's bound) are new.
-    Touched(usize),
+    /// Changed: what its tail gained (bounded like the tail), and whether
+    /// its counters may have changed too.
+    Touched { tail: String, counters: bool },
     /// Ended.
     Gone,
 }
@@ -287,6 +297,9 @@ enum RegOp {
     Next { next_run: u64 },
     /// A run as it now is.
     Run { run: RunId, p: Box<Proc> },
+    /// What a run's tail gained (its counters unchanged): the record of
+    /// nearly every output.
+    Tail { run: RunId, tail: String },
     /// A run's counters, and what its tail gained.
     Update {
         run: RunId,
@@ -331,22 +344,35 @@ impl Registry {
             return;
         }
         let max = self.limits.tail_max_chars;
-        match (c.set.get(&run).copied(), change) {
+        match (c.set.get_mut(&run), change) {
             (Some(Change::New), Change::Gone) => {
                 c.set.remove(&run);
             }
             (Some(Change::New), _) => {}
-            (Some(Change::Touched(a)), Change::Touched(b)) => {
-                c.set
-                    .insert(run, Change::Touched(a.saturating_add(b).min(max)));
+            (
+                Some(Change::Touched { tail, counters }),
+                Change::Touched {
+                    tail: more,
+                    counters: more_counters,
+                },
+            ) => {
+                push_tail(tail, &more, max);
+                *counters |= more_counters;
             }
             (_, change) => {
-                let change = match change {
-                    Change::Touched(n) => Change::Touched(n.min(max)),
-                    other => other,
-                };
                 c.set.insert(run, change);
             }
+        }
+    }
+
+    /// Records that `run`'s tail gained `appended` (and, with `counters`,
+    /// that its counters may have changed).
+    fn touched(&mut self, run: RunId, appended: &str, counters: bool) {
+        if self.changes.as_ref().is_some_and(|c| !c.full) {
+            let max = self.limits.tail_max_chars;
+            let mut tail = String::new();
+            push_tail(&mut tail, appended, max);
+            self.mark(run, Change::Touched { tail, counters });
         }
     }
 
@@ -360,7 +386,8 @@ impl Registry {
             c.set.clear();
             return None;
         }
-        let set = std::mem::take(&mut c.set);
+        let mut set: Vec<(RunId, Change)> = c.set.drain().collect();
+        set.sort_unstable_by_key(|(run, _)| *run);
         let mut out = Vec::with_capacity(set.len() + 1);
         if next_run != self.next_run {
             out.push(RegistryRecord(RegOp::Next {
@@ -368,34 +395,34 @@ impl Registry {
             }));
         }
         for (run, change) in set {
-            let op = match (change, self.running.get(&run)) {
-                (Change::Gone, _) => RegOp::End { run },
-                (Change::New, Some(p)) => RegOp::Run {
-                    run,
-                    p: Box::new(p.clone()),
-                },
-                (Change::Touched(n), Some(p)) => {
-                    let len = p.tail.chars().count();
-                    let skip = len - n.min(len);
-                    let cut = p
-                        .tail
-                        .char_indices()
-                        .nth(skip)
-                        .map_or(p.tail.len(), |(i, _)| i);
-                    RegOp::Update {
-                        run,
-                        next_seq: p.next_seq,
-                        notify_on_exit: p.notify_on_exit,
-                        watch_disabled: p.watch_disabled,
-                        cooldown_until: p.cooldown_until,
-                        strike_candidate: p.strike_candidate,
-                        strikes: p.strikes,
-                        suppressed: p.suppressed,
-                        tail: p.tail[cut..].to_owned(),
+            let op = match change {
+                Change::Gone => RegOp::End { run },
+                Change::Touched {
+                    tail,
+                    counters: false,
+                } => RegOp::Tail { run, tail },
+                Change::New | Change::Touched { .. } => {
+                    let p = self
+                        .running
+                        .get(&run)
+                        .expect("a new or touched run that ended was marked gone");
+                    match change {
+                        Change::Touched { tail, .. } => RegOp::Update {
+                            run,
+                            next_seq: p.next_seq,
+                            notify_on_exit: p.notify_on_exit,
+                            watch_disabled: p.watch_disabled,
+                            cooldown_until: p.cooldown_until,
+                            strike_candidate: p.strike_candidate,
+                            strikes: p.strikes,
+                            suppressed: p.suppressed,
+                            tail,
+                        },
+                        _ => RegOp::Run {
+                            run,
+                            p: Box::new(p.clone()),
+                        },
                     }
-                }
-                (_, None) => {
-                    unreachable!("a new or touched run that is not running was marked gone")
                 }
             };
             out.push(RegistryRecord(op));
@@ -432,6 +459,11 @@ impl Registry {
         };
         match r.0 {
             RegOp::Next { next_run } => self.next_run = next_run,
+            RegOp::Tail { run, tail } => {
+                let max = self.limits.tail_max_chars;
+                let p = self.running.get_mut(&run).ok_or_else(|| missing(run))?;
+                push_tail(&mut p.tail, &tail, max);
+            }
             RegOp::Run { run, p } => {
                 self.running.insert(run, *p);
             }
@@ -482,6 +514,11 @@ impl Registry {
     /// The running runs and what started each.
     pub fn running(&self) -> impl Iterator<Item = (RunId, &SpawnRequest)> {
         self.running.iter().map(|(r, p)| (*r, &p.req))
+    }
+
+    /// How many runs are running.
+    pub fn running_count(&self) -> usize {
+        self.running.len()
     }
 
     /// Whether `run` is still running.
@@ -572,16 +609,20 @@ impl Registry {
             .running
             .get_mut(&run)
             .ok_or(RegistryError::NotRunning(run))?;
-        let appended = if fault_on!(f, TailFromStart) {
+        let matched_any = !p.req.watch_patterns.is_empty()
+            && !p.watch_disabled
+            && chunk
+                .lines()
+                .any(|line| p.req.watch_patterns.iter().any(|pat| line.contains(pat.as_str())));
+        if fault_on!(f, TailFromStart) {
             let room = limits.tail_max_chars.saturating_sub(p.tail.chars().count());
-            let before = p.tail.len();
-            p.tail.extend(chunk.chars().take(room));
-            p.tail[before..].chars().count()
+            let appended: String = chunk.chars().take(room).collect();
+            p.tail.push_str(&appended);
+            self.touched(run, &appended, matched_any);
         } else {
             push_tail(&mut p.tail, chunk, limits.tail_max_chars);
-            chunk.chars().count()
-        };
-        self.mark(run, Change::Touched(appended));
+            self.touched(run, chunk, matched_any);
+        }
         let p = self.running.get_mut(&run).expect("looked up above");
         if fault_on!(f, GlobalTail) {
             push_tail(&mut self.global_tail, chunk, limits.tail_max_chars);
@@ -728,9 +769,9 @@ impl Registry {
         persist::encode(
             FORMAT,
             VERSION,
-            &Body {
+            &BodyRef {
                 next_run: self.next_run,
-                running: self.running.iter().map(|(r, p)| (*r, p.clone())).collect(),
+                running: self.running.iter().collect(),
             },
         )
     }
@@ -817,6 +858,9 @@ impl RecordedLog<'_> {
 
 fn push_tail(tail: &mut String, chunk: &str, max_chars: usize) {
     tail.push_str(chunk);
+    if tail.len() <= max_chars {
+        return; // no more characters than bytes
+    }
     let count = tail.chars().count();
     if count > max_chars {
         let cut = tail

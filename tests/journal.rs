@@ -200,3 +200,20 @@ fn hostile_files_get_typed_errors() {
         }
     );
 }
+
+#[test]
+fn a_batch_built_in_place_is_the_same_bytes() {
+    let payloads: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; usize::from(i) * 7]).collect();
+    let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+    let mut w = journal::BatchWriter::new();
+    for p in &payloads {
+        w.record(|out| {
+            out.extend_from_slice(p);
+            Ok::<(), ()>(())
+        })
+        .unwrap()
+        .unwrap();
+    }
+    assert_eq!(w.len(), 50);
+    assert_eq!(w.finish(3), journal::batch(3, &refs));
+}

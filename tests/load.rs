@@ -6,17 +6,20 @@
 //! load`; its figures are in BENCHMARKS.md.
 
 use procroute::check::soak::{run, Workload};
+use procroute::delta::Durability;
 use procroute::gateway::{Config, FileKind, Gateway, Input, Output};
 
 #[test]
 fn deliver_7_a_short_soak_stays_bounded_and_loses_nothing() {
     let r = run(Workload {
         processes: 2_000,
+        concurrent: 2_000,
         events: 20_000,
         threads: 500,
         batch: 200,
         fail_one_in: 50,
         seed: 3,
+        durability: Durability::Journal,
     });
     assert_eq!(r.completions_promised, 2_000);
     assert_eq!(r.unaccounted, 0, "{r:?}");

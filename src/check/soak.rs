@@ -8,21 +8,132 @@
 //! Every promised completion is accounted for at the end: delivered, or
 //! dead-lettered with a reason. The driver checks it and reports the peaks
 //! of every bounded structure next to its limit.
+//!
+//! The durable state goes where a real driver sends it, on an in-memory
+//! disk ([`MemFs`], so the figures are the gateway's and the backend's
+//! cost, not this machine's disk): whole files by atomic replace
+//! ([`Durability::Snapshots`], `FilePersist`) or group commits to the
+//! journal backend with its compactions ([`Durability::Journal`],
+//! `JournalFiles`). When every process runs (the peak), recovery from that
+//! durable state is timed once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::check::gen::Rng;
 use crate::delivery::NotificationId;
-use crate::gateway::{Config, Gateway, Input, Output};
+use crate::delta::Durability;
+use crate::driver::files::{FilePersist, FileSystem};
+use crate::driver::journal::{JournalFiles, JournalLimits};
+use crate::gateway::{Config, FileKind, Gateway, Input, Output};
 use crate::origin::{ChatType, Origin};
+use crate::persist::Persist;
 use crate::registry::{Completion, RunId};
+
+/// An in-memory file system that keeps every byte and counts fsyncs: the
+/// load run's disk. Never crashes (the simulated crashing disk is
+/// [`crate::check::simfs::SimFs`]).
+///
+/// A file is a list of the chunks written to it, so appending never
+/// copies what is already there (a growing buffer of hundreds of MiB would
+/// measure the allocator, not the journal).
+#[derive(Debug, Clone, Default)]
+pub struct MemFs {
+    files: std::rc::Rc<std::cell::RefCell<HashMap<PathBuf, Vec<Vec<u8>>>>>,
+    fsyncs: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl MemFs {
+    /// fsyncs of files and directories so far.
+    pub fn fsyncs(&self) -> u64 {
+        self.fsyncs.get()
+    }
+}
+
+impl FileSystem for MemFs {
+    fn len(&self, path: &Path) -> std::io::Result<Option<u64>> {
+        Ok(self
+            .files
+            .borrow()
+            .get(path)
+            .map(|f| f.iter().map(|c| c.len() as u64).sum()))
+    }
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        self.files
+            .borrow()
+            .get(path)
+            .map(|f| f.concat())
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+    }
+    fn write(&mut self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        self.files
+            .borrow_mut()
+            .insert(path.to_path_buf(), vec![bytes.to_vec()]);
+        Ok(())
+    }
+    fn append(&mut self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        self.files
+            .borrow_mut()
+            .entry(path.to_path_buf())
+            .or_default()
+            .push(bytes.to_vec());
+        Ok(())
+    }
+    fn sync_file(&mut self, _: &Path) -> std::io::Result<()> {
+        self.fsyncs.set(self.fsyncs.get() + 1);
+        Ok(())
+    }
+    fn rename(&mut self, from: &Path, to: &Path) -> std::io::Result<()> {
+        let mut f = self.files.borrow_mut();
+        let bytes = f
+            .remove(from)
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+        f.insert(to.to_path_buf(), bytes);
+        Ok(())
+    }
+    fn sync_dir(&mut self, _: &Path) -> std::io::Result<()> {
+        self.fsyncs.set(self.fsyncs.get() + 1);
+        Ok(())
+    }
+}
+
+/// Where the load run's durable state goes.
+enum Backend {
+    Snapshots([FilePersist<MemFs>; 3]),
+    Journal(Box<JournalFiles<MemFs>>),
+}
+
+impl Backend {
+    fn new(durability: Durability, fs: &MemFs, config: &Config) -> Backend {
+        match durability {
+            Durability::Snapshots => Backend::Snapshots(
+                ["store.json", "checkpoint.json", "delivery.json"]
+                    .map(|f| FilePersist::with_fs(Path::new("/gw").join(f), fs.clone())),
+            ),
+            Durability::Journal => Backend::Journal(Box::new(
+                JournalFiles::open(
+                    "/gw",
+                    fs.clone(),
+                    JournalLimits::default(),
+                    &config.limits,
+                    &config.delivery,
+                )
+                .expect("an empty in-memory journal opens")
+                .0,
+            )),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 /// The load run's shape (`examples/load.rs`).
 pub struct Workload {
     /// Processes started.
     pub processes: usize,
+    /// At most this many run at once (a new one starts when the oldest
+    /// ends); `processes` or more: all of them at once.
+    pub concurrent: usize,
     /// Process events (output chunks and ends) in all.
     pub events: usize,
     /// Threads (distinct origins) the processes start from.
@@ -33,6 +144,8 @@ pub struct Workload {
     pub fail_one_in: usize,
     /// Seed of the generated workload.
     pub seed: u64,
+    /// Whole-file snapshots or the journal.
+    pub durability: Durability,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -44,8 +157,17 @@ pub struct Report {
     pub events: u64,
     /// Group commits.
     pub batches: u64,
-    /// Bytes the gateway asked to persist.
+    /// Bytes written to the disk (snapshot files; or journal appends,
+    /// bases and fresh journals).
     pub persisted_bytes: u64,
+    /// fsyncs of files and directories.
+    pub fsyncs: u64,
+    /// Journal compactions.
+    pub compactions: u64,
+    /// Seconds to recover from the durable state when every process ran
+    /// (reading it, rebuilding the gateway), and how many processes then
+    /// ran.
+    pub recovery: Option<(f64, usize)>,
     /// Notifications offered to the adapter.
     pub sends: u64,
     /// Sends that succeeded.
@@ -118,36 +240,74 @@ fn origin(i: usize) -> Origin {
 pub fn run(w: Workload) -> Report {
     let started = Instant::now();
     let mut rng = Rng::new(w.seed);
-    let mut g = Gateway::new(Config::default());
+    let config = Config {
+        durability: w.durability,
+        ..Config::default()
+    };
+    let mut g = Gateway::new(config.clone());
+    let fs = MemFs::default();
+    let mut backend = Backend::new(w.durability, &fs, &config);
     let mut r = Report::default();
+    let mut excluded = std::time::Duration::ZERO;
     let mut now: u64 = 0;
     let threads: Vec<Origin> = (0..w.threads.max(1)).map(origin).collect();
     let mut pending: Vec<Input> = threads
         .iter()
         .map(|o| Input::Message { origin: o.clone() })
         .collect();
-    let mut runs: Vec<RunId> = Vec::new();
+    // Running runs, oldest first: outputs pick one at random, exits take
+    // the oldest.
+    let mut live: std::collections::VecDeque<RunId> = Default::default();
+    let mut unacked_spawns = 0usize;
+    let concurrent = w.concurrent.clamp(1, w.processes.max(1));
+    let outputs_total = w.events.saturating_sub(w.processes);
+    let mut outputs = 0usize;
     let mut finished: BTreeSet<RunId> = BTreeSet::new();
     let mut spawned = 0usize;
-    let mut next_exit = 0usize;
     let mut seen_completion: BTreeSet<RunId> = BTreeSet::new();
     let mut send_count = 0u64;
     let mut drain_ticks = 0u32;
-    let commit = |g: &mut Gateway, now: u64, inputs: Vec<Input>, r: &mut Report| -> Vec<Output> {
+    let commit = |g: &mut Gateway,
+                  backend: &mut Backend,
+                  now: u64,
+                  inputs: Vec<Input>,
+                  r: &mut Report|
+     -> Vec<Output> {
         r.inputs += inputs.len() as u64;
         r.batches += 1;
         let out = g.handle_batch(now, inputs);
+        // What makes the batch safe is durable before anything else.
         for o in &out {
-            if let Output::Persist { bytes, .. } = o {
-                r.persisted_bytes += bytes.len() as u64;
+            match (o, &mut *backend) {
+                (Output::Persist { file, bytes }, Backend::Snapshots(files)) => {
+                    r.persisted_bytes += bytes.len() as u64;
+                    let i = match file {
+                        FileKind::Store => 0,
+                        FileKind::Checkpoint => 1,
+                        FileKind::Delivery => 2,
+                    };
+                    files[i].store(bytes).expect("in-memory disk");
+                }
+                (Output::Append { records }, Backend::Journal(j)) => {
+                    j.append(records).expect("in-memory journal");
+                }
+                _ => {}
+            }
+        }
+        if let Backend::Journal(j) = backend {
+            if j.wants_compaction() {
+                j.compact(g.compact()).expect("in-memory journal");
             }
         }
         out
     };
     loop {
-        // Fill the batch: spawns first, then events, then exits.
+        // Fill the batch: a spawn while fewer than `concurrent` run, else
+        // output while the outputs keep pace with the spawns (every run
+        // gets the same share, whatever the concurrency), else the oldest
+        // run exits.
         while pending.len() < w.batch {
-            if spawned < w.processes {
+            if spawned < w.processes && live.len() + unacked_spawns < concurrent {
                 let home = &threads[spawned % threads.len()];
                 pending.push(Input::Spawn {
                     origin: home.clone(),
@@ -161,12 +321,12 @@ pub fn run(w: Workload) -> Report {
                     notify_on_exit: true,
                 });
                 spawned += 1;
-            } else if (r.events as usize) < w.events.saturating_sub(w.processes) && !runs.is_empty()
+                unacked_spawns += 1;
+            } else if !live.is_empty()
+                && outputs < outputs_total
+                && outputs * w.processes.max(1) < outputs_total * spawned
             {
-                let run = runs[rng.below(runs.len())];
-                if finished.contains(&run) {
-                    continue;
-                }
+                let run = live[rng.below(live.len())];
                 let hit = rng.chance(5);
                 pending.push(Input::Output {
                     run,
@@ -181,10 +341,9 @@ pub fn run(w: Workload) -> Report {
                         }
                     ),
                 });
+                outputs += 1;
                 r.events += 1;
-            } else if next_exit < runs.len() {
-                let run = runs[next_exit];
-                next_exit += 1;
+            } else if let Some(run) = live.pop_front() {
                 finished.insert(run);
                 pending.push(Input::Finished {
                     run,
@@ -207,11 +366,19 @@ pub fn run(w: Workload) -> Report {
             now += 61_000;
             pending.push(Input::Tick);
         }
-        let out = commit(&mut g, now, std::mem::take(&mut pending), &mut r);
+        let out = commit(
+            &mut g,
+            &mut backend,
+            now,
+            std::mem::take(&mut pending),
+            &mut r,
+        );
         now += 10;
+        // Every spawn of the batch was answered (run id or rejection).
+        unacked_spawns = 0;
         for o in out {
             match o {
-                Output::Spawned { run, .. } => runs.push(run),
+                Output::Spawned { run, .. } => live.push_back(run),
                 Output::Send(n) => {
                     r.sends += 1;
                     send_count += 1;
@@ -241,7 +408,14 @@ pub fn run(w: Workload) -> Report {
                 _ => {}
             }
         }
-        r.peak_running = r.peak_running.max(g.registry().running().count());
+        let running = g.registry().running_count();
+        r.peak_running = r.peak_running.max(running);
+        if r.recovery.is_none() && running == concurrent {
+            // Timed alone, and left out of the run's time.
+            let aside = Instant::now();
+            r.recovery = Some((recover(&config, &fs, &backend, now), running));
+            excluded += aside.elapsed();
+        }
         r.peak_queued = r.peak_queued.max(g.delivery().queued());
         if r.batches % 64 == 0 {
             // Time passes now and then: cooldowns end, retries come due.
@@ -261,6 +435,12 @@ pub fn run(w: Workload) -> Report {
         }
     }
     r.unaccounted = r.completions_promised - r.completions_delivered - r.completions_dead;
+    r.fsyncs = fs.fsyncs();
+    if let Backend::Journal(j) = &backend {
+        let s = j.stats();
+        r.persisted_bytes = s.appended_bytes + s.compacted_bytes;
+        r.compactions = s.compactions;
+    }
     r.undrained = g.delivery().queued();
     let dl = Config::default().delivery;
     let lim = Config::default().limits;
@@ -273,8 +453,47 @@ pub fn run(w: Workload) -> Report {
             g.delivery().dead_letters().count(),
         ),
     ];
-    r.seconds = started.elapsed().as_secs_f64();
+    r.seconds = (started.elapsed() - excluded).as_secs_f64();
     r
+}
+
+/// Recovery from the durable state on `fs` as it is now (a copy, so the
+/// run goes on): read the files (the journal: its base and records),
+/// rebuild the gateway, every process alive. Seconds.
+fn recover(config: &Config, fs: &MemFs, backend: &Backend, now: u64) -> f64 {
+    let copy = MemFs {
+        files: std::rc::Rc::new(std::cell::RefCell::new(fs.files.borrow().clone())),
+        fsyncs: Default::default(),
+    };
+    let started = Instant::now();
+    let files: [Option<Vec<u8>>; 3] = match backend {
+        Backend::Snapshots(_) => ["store.json", "checkpoint.json", "delivery.json"]
+            .map(|f| copy.read(&Path::new("/gw").join(f)).ok()),
+        Backend::Journal(_) => {
+            let (_, opened) = JournalFiles::open(
+                "/gw",
+                copy,
+                JournalLimits::default(),
+                &config.limits,
+                &config.delivery,
+            )
+            .expect("the load run's journal opens");
+            opened.files.map(Some)
+        }
+    };
+    let [s, c, d] = files;
+    let (g, _) = Gateway::recover(
+        config.clone(),
+        s.as_deref(),
+        c.as_deref(),
+        d.as_deref(),
+        now,
+        |_, _| true,
+    )
+    .expect("the load run's state recovers");
+    let seconds = started.elapsed().as_secs_f64();
+    drop(g);
+    seconds
 }
 
 /// Peak resident memory of this process, from `/proc/self/status` (Linux).

@@ -5,8 +5,9 @@
 //! record means is [`crate::delta`]'s.
 //!
 //! Two files in a directory, each starting with a generation record:
-//! - `base`: one batch, the generation and the three whole file images
-//!   (what the snapshots would hold); replaced atomically (temp file,
+//! - `base`: one batch, the generation record and the three whole file
+//!   images (store, checkpoint, delivery log: each file's own versioned
+//!   envelope, as a snapshot would hold it); replaced atomically (temp file,
 //!   fsync, rename, fsync of the directory), never appended to;
 //! - `journal`: batch 0 is the generation alone; every later batch is one
 //!   group commit.
@@ -183,24 +184,21 @@ impl<F: FileSystem> JournalFiles<F> {
                     "a base is one committed batch, written by atomic replace".into(),
                 ));
             }
-            let mut records = scan.records.into_iter();
-            j.generation = generation_of(records.next(), &base_path)?;
-            let mut seen = [false; 3];
-            for r in records {
-                let r = Record::decode(r).map_err(|p| problem(&base_path, p))?;
-                let Record::Image { of, .. } = &r else {
-                    return Err(corrupt(&base_path, "a base holds only file images".into()));
-                };
-                seen[of_index(*of)] = true;
-                image.apply(r).map_err(|(of, p)| {
-                    corrupt(&base_path, format!("its image of the {of:?} file: {p}"))
-                })?;
-            }
-            if seen != [true; 3] {
+            if scan.records.len() != 1 + FILES.len() {
                 return Err(corrupt(
                     &base_path,
-                    "a base holds all three file images".into(),
+                    format!(
+                        "{} records; a base holds its generation and the three file images",
+                        scan.records.len()
+                    ),
                 ));
+            }
+            let mut records = scan.records.into_iter();
+            j.generation = generation_of(records.next(), &base_path)?;
+            for (of, bytes) in FILES.into_iter().zip(records) {
+                image.set_file(of, bytes).map_err(|p| {
+                    corrupt(&base_path, format!("its image of the {of:?} file: {p}"))
+                })?;
             }
             j.base_bytes = bytes.len() as u64;
         }
@@ -306,21 +304,22 @@ impl<F: FileSystem> JournalFiles<F> {
             return Ok(());
         }
         let path = self.journal_path();
-        let payloads: Vec<Vec<u8>> = records.iter().map(Record::encode).collect();
-        if let Some(big) = payloads
-            .iter()
-            .find(|p| p.len() >= journal::MAX_FRAME_BYTES)
-        {
-            return Err(problem(
-                &path,
-                FileProblem::TooLarge {
-                    len: big.len() as u64,
-                    max: journal::MAX_FRAME_BYTES as u64 - 1,
-                },
-            ));
+        let mut batch = journal::BatchWriter::new();
+        for r in records {
+            let added = batch
+                .record(|out| serde_json::to_writer(out, r))
+                .expect("in-memory JSON encoding cannot fail");
+            if let Err(len) = added {
+                return Err(problem(
+                    &path,
+                    FileProblem::TooLarge {
+                        len: len as u64,
+                        max: journal::MAX_FRAME_BYTES as u64 - 1,
+                    },
+                ));
+            }
         }
-        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
-        let bytes = journal::batch(self.next_batch, &refs);
+        let bytes = batch.finish(self.next_batch);
         let len = self.journal_bytes + bytes.len() as u64;
         if len > MAX_FILE_BYTES {
             // Bounded: the driver compacts before this (wants_compaction).
@@ -359,13 +358,10 @@ impl<F: FileSystem> JournalFiles<F> {
     /// step (see the module's documentation).
     pub fn compact(&mut self, files: [Vec<u8>; 3]) -> Result<(), PersistError> {
         let generation = self.generation + 1;
-        let mut payloads = vec![Record::Generation { number: generation }.encode()];
-        for (of, bytes) in [FileKind::Store, FileKind::Checkpoint, FileKind::Delivery]
-            .into_iter()
-            .zip(files)
-        {
-            payloads.push(Record::image(of, bytes).encode());
-        }
+        let g = Record::Generation { number: generation }.encode();
+        let mut payloads: Vec<&[u8]> = vec![&g];
+        // The images as they are: each file's own versioned envelope.
+        payloads.extend(files.iter().map(Vec::as_slice));
         let base_path = self.base_path();
         if let Some(big) = payloads
             .iter()
@@ -379,9 +375,8 @@ impl<F: FileSystem> JournalFiles<F> {
                 },
             ));
         }
-        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
         let mut base = journal::header();
-        base.extend(journal::batch(0, &refs));
+        base.extend(journal::batch(0, &payloads));
         self.replace(&base_path, &base)?;
         self.generation = generation;
         self.base_bytes = base.len() as u64;
@@ -413,10 +408,5 @@ fn generation_of(first: Option<&[u8]>, path: &Path) -> Result<u64, PersistError>
     }
 }
 
-fn of_index(of: FileKind) -> usize {
-    match of {
-        FileKind::Store => 0,
-        FileKind::Checkpoint => 1,
-        FileKind::Delivery => 2,
-    }
-}
+/// The base's images, in order.
+const FILES: [FileKind; 3] = [FileKind::Store, FileKind::Checkpoint, FileKind::Delivery];
