@@ -14,10 +14,13 @@
 //!
 //! What the gateway does, the loop below does for it: it feeds inputs with
 //! the time ([`Gateway::handle`]), then carries out the outputs in order
-//! ([`Gateway::carry_out`]): writes the bytes of each `Persist` before
-//! anything they make safe, starts the process of each `Spawned`, offers
-//! each `Send` to the chat and reports the answer back. A crash restarts
-//! with [`Gateway::recover`] from the three files (not shown running here).
+//! ([`Gateway::carry_out`]): appends each `Append` to the journal (one
+//! group commit, one fsync) before anything it makes safe, starts the
+//! process of each `Spawned`, offers each `Send` to the chat and reports
+//! the answer back; between inputs it compacts the journal when it has
+//! grown. It starts the way it would after a crash: it opens the journal
+//! and recovers the gateway from what it holds ([`Gateway::recover`]; here
+//! an empty directory, so nothing).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -27,9 +30,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use procroute::delivery::Notification;
-use procroute::driver::files::FilePersist;
-use procroute::gateway::{Config, Effect, FileKind, Gateway, Input, Output};
-use procroute::persist::Persist;
+use procroute::delta::Durability;
+use procroute::driver::files::RealFs;
+use procroute::driver::journal::{JournalFiles, JournalLimits};
+use procroute::gateway::{Config, Effect, Gateway, Input, Output};
 use procroute::registry::{Completion, RunId};
 use procroute::{ChatType, Origin};
 
@@ -109,7 +113,7 @@ fn start_process(run: RunId, command: &str, tx: Sender<FromProcess>) -> std::io:
 struct Embedding {
     gateway: Gateway,
     chat: Chat,
-    files: [FilePersist; 3],
+    journal: JournalFiles<RealFs>,
     clock: Instant,
     tx: Sender<FromProcess>,
 }
@@ -123,25 +127,26 @@ impl Embedding {
     fn input(&mut self, input: Input) -> Vec<Output> {
         let now = self.now_ms();
         let outputs = self.gateway.handle(now, input);
-        let (chat, files, tx) = (&mut self.chat, &mut self.files, &self.tx);
-        self.gateway
+        self.carry_out(now, outputs)
+    }
+
+    /// Carries out outputs in order, then compacts the journal if it has
+    /// grown (between inputs, never in the middle of one).
+    fn carry_out(&mut self, now: u64, outputs: Vec<Output>) -> Vec<Output> {
+        let (chat, journal, tx) = (&mut self.chat, &mut self.journal, &self.tx);
+        let done = self
+            .gateway
             .carry_out(now, outputs, |o| match o {
-                Output::Persist { file, bytes } => {
-                    let f = match file {
-                        FileKind::Store => &mut files[0],
-                        FileKind::Checkpoint => &mut files[1],
-                        FileKind::Delivery => &mut files[2],
-                    };
-                    match f.store(bytes) {
-                        Ok(()) => Effect::Done,
-                        // Without its state on disk the gateway must not go on
-                        // to send what that state promises.
-                        Err(e) => {
-                            eprintln!("cannot persist: {e}");
-                            Effect::Halt
-                        }
+                Output::Append { records } => match journal.append(records) {
+                    Ok(()) => Effect::Done,
+                    // Without its state on disk the gateway must not go on
+                    // to send what that state promises.
+                    Err(e) => {
+                        eprintln!("cannot persist: {e}");
+                        Effect::Halt
                     }
-                }
+                },
+                Output::Persist { .. } => unreachable!("a journaling gateway appends"),
                 Output::Spawned { .. } => Effect::Done,
                 Output::Send(n) => Effect::Sent(chat.send(n).err()),
                 Output::Dropped { run, reason, .. } => {
@@ -174,7 +179,13 @@ impl Embedding {
                     }
                 }
             })
-            .collect()
+            .collect();
+        if self.journal.wants_compaction() {
+            if let Err(e) = self.journal.compact(self.gateway.compact()) {
+                eprintln!("cannot compact: {e}");
+            }
+        }
+        done
     }
 
     /// A user writes in the thread and the agent's turn starts there.
@@ -213,23 +224,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("procroute-embed-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let (tx, rx) = mpsc::channel();
-    let mut config = Config::default();
+    let mut config = Config {
+        durability: Durability::Journal,
+        ..Config::default()
+    };
     // Retry a failed send after 200 ms instead of hermes-agent's 1 s.
     config.delivery.backoff_base_ms = 200;
+    // Start as after a crash: open the journal, rebuild the gateway from
+    // it (every process it names is gone: this is a new machine).
+    let (journal, opened) = JournalFiles::open(
+        &dir,
+        RealFs,
+        JournalLimits::default(),
+        &config.limits,
+        &config.delivery,
+    )?;
+    let [store, checkpoint, delivery] = opened.files;
+    let (gateway, recovered) = Gateway::recover(
+        config,
+        Some(&store),
+        Some(&checkpoint),
+        Some(&delivery),
+        0,
+        |_, _| false,
+    )
+    .map_err(|(file, problem)| format!("{file:?}: {problem}"))?;
     let mut g = Embedding {
-        gateway: Gateway::new(config),
+        gateway,
         chat: Chat {
             threads: BTreeMap::new(),
             sends: 0,
         },
-        files: [
-            FilePersist::new(dir.join("store.json")),
-            FilePersist::new(dir.join("checkpoint.json")),
-            FilePersist::new(dir.join("delivery.json")),
-        ],
+        journal,
         clock: Instant::now(),
         tx,
     };
+    g.carry_out(0, recovered);
     let group = "-1001234567890";
     let topic =
         |t: &str| Origin::new("telegram", ChatType::Thread, group).and_then(|o| o.with_thread(t));

@@ -10,7 +10,7 @@
 //! snapshots.
 //!
 //! `cargo run --release --example load -- PROCS EVENTS THREADS BATCH
-//! [journal|snapshots]` runs one workload. Every run checks that each
+//! [journal|snapshots] [CONCURRENT]` runs one workload. Every run checks that each
 //! promised completion was delivered or dead-lettered (exit 1 otherwise)
 //! and prints every bounded structure's peak next to its limit.
 
@@ -36,7 +36,10 @@ fn run(w: Workload) -> Report {
         r.compactions,
         r.recovery.map_or(0, |(_, n)| n),
         r.recovery
-            .map_or("not reached".to_owned(), |(s, _)| format!("{:.0} ms", s * 1e3)),
+            .map_or("not reached".to_owned(), |(s, _)| format!(
+                "{:.0} ms",
+                s * 1e3
+            )),
     );
     println!(
         "    sends {} (failed {}), completions promised {} = delivered {} + dead-lettered {} (unaccounted {}), watch matches delivered {}",
@@ -82,7 +85,11 @@ fn main() {
                 std::process::exit(2);
             }
         };
-        run(Workload { durability, ..base });
+        run(Workload {
+            durability,
+            concurrent: arg(5, base.processes),
+            ..base
+        });
     } else {
         // The same events — 100,000 spawns, outputs, exits and their
         // notifications — with 10,000 running at a time.

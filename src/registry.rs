@@ -254,7 +254,9 @@ struct BodyRef<'a> {
 pub struct Registry {
     limits: Limits,
     next_run: u64,
-    running: BTreeMap<RunId, Proc>,
+    /// Boxed, so the tree's nodes hold only ids and pointers: small enough
+    /// to stay in cache at 100,000 runs (a lookup per output).
+    running: BTreeMap<RunId, Box<Proc>>,
     breaker: Breaker,
     /// Test-only fault switch (feature `faults`); zero-sized otherwise.
     fault: Switch,
@@ -418,10 +420,7 @@ impl Registry {
                             suppressed: p.suppressed,
                             tail,
                         },
-                        _ => RegOp::Run {
-                            run,
-                            p: Box::new(p.clone()),
-                        },
+                        _ => RegOp::Run { run, p: p.clone() },
                     }
                 }
             };
@@ -438,7 +437,7 @@ impl Registry {
         let mut reg = Registry::new(limits);
         reg.next_run = body.next_run;
         for (run, p) in body.running {
-            if reg.running.insert(run, p).is_some() {
+            if reg.running.insert(run, Box::new(p)).is_some() {
                 return Err(FileProblem::Corrupt {
                     detail: format!("run {} appears twice", run.0),
                 });
@@ -465,7 +464,7 @@ impl Registry {
                 push_tail(&mut p.tail, &tail, max);
             }
             RegOp::Run { run, p } => {
-                self.running.insert(run, *p);
+                self.running.insert(run, p);
             }
             RegOp::Update {
                 run,
@@ -563,7 +562,7 @@ impl Registry {
         let notify_on_exit = req.notify_on_exit;
         self.running.insert(
             run,
-            Proc {
+            Box::new(Proc {
                 req,
                 started_ms: now_ms,
                 next_seq: 0,
@@ -574,7 +573,7 @@ impl Registry {
                 strikes: 0,
                 suppressed: 0,
                 tail: String::new(),
-            },
+            }),
         );
         self.mark(run, Change::New);
         Ok(run)
@@ -611,9 +610,12 @@ impl Registry {
             .ok_or(RegistryError::NotRunning(run))?;
         let matched_any = !p.req.watch_patterns.is_empty()
             && !p.watch_disabled
-            && chunk
-                .lines()
-                .any(|line| p.req.watch_patterns.iter().any(|pat| line.contains(pat.as_str())));
+            && chunk.lines().any(|line| {
+                p.req
+                    .watch_patterns
+                    .iter()
+                    .any(|pat| line.contains(pat.as_str()))
+            });
         if fault_on!(f, TailFromStart) {
             let room = limits.tail_max_chars.saturating_sub(p.tail.chars().count());
             let appended: String = chunk.chars().take(room).collect();
@@ -771,7 +773,7 @@ impl Registry {
             VERSION,
             &BodyRef {
                 next_run: self.next_run,
-                running: self.running.iter().collect(),
+                running: self.running.iter().map(|(r, p)| (r, &**p)).collect(),
             },
         )
     }
@@ -816,7 +818,7 @@ impl Registry {
             p.strike_candidate = false;
             p.strikes = 0;
             p.suppressed = 0;
-            reg.running.insert(run, p);
+            reg.running.insert(run, Box::new(p));
         }
         let lost: Vec<RunId> = reg
             .running

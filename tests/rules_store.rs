@@ -197,6 +197,7 @@ fn store_5_unreadable_files_are_io_errors_naming_the_file() {
     use std::path::Path;
     // Permissions, through the FileSystem seam (root reads mode-000 files,
     // so the real disk cannot show this under CI's root user).
+    #[derive(Debug)]
     struct Denied;
     impl FileSystem for Denied {
         fn len(&self, _: &Path) -> io::Result<Option<u64>> {
@@ -206,6 +207,9 @@ fn store_5_unreadable_files_are_io_errors_naming_the_file() {
             Err(io::ErrorKind::PermissionDenied.into())
         }
         fn write(&mut self, _: &Path, _: &[u8]) -> io::Result<()> {
+            Err(io::ErrorKind::PermissionDenied.into())
+        }
+        fn append(&mut self, _: &Path, _: &[u8]) -> io::Result<()> {
             Err(io::ErrorKind::PermissionDenied.into())
         }
         fn sync_file(&mut self, _: &Path) -> io::Result<()> {
@@ -226,6 +230,21 @@ fn store_5_unreadable_files_are_io_errors_naming_the_file() {
         "{err}"
     );
     assert!(denied.store(b"x").is_err());
+    // The journal backend: the same refusal, naming its file.
+    let c = procroute::gateway::Config::default();
+    let err = procroute::driver::journal::JournalFiles::open(
+        "/var/lib/gw",
+        Denied,
+        Default::default(),
+        &c.limits,
+        &c.delivery,
+    )
+    .expect_err("denied");
+    assert!(
+        matches!(&err, PersistError::Io { file, source }
+            if file == "/var/lib/gw/base" && source.kind() == std::io::ErrorKind::PermissionDenied),
+        "{err}"
+    );
     // A directory where the file should be, on the real disk.
     let path = temp("a-directory");
     std::fs::create_dir_all(&path).expect("dir");
