@@ -178,6 +178,11 @@ pub struct DeliveryEngine {
     limits: DeliveryLimits,
     queues: BTreeMap<Destination, VecDeque<Pending>>,
     queued_ids: BTreeSet<NotificationId>,
+    /// Threads whose queue's head is not in flight: what `poll` looks at
+    /// (derived from `queues`, kept by [`DeliveryEngine::refresh`]).
+    ready: BTreeSet<Destination>,
+    /// The thread of each notification in flight: what `ack` looks up.
+    in_flight: BTreeMap<NotificationId, Destination>,
     busy: BTreeSet<Destination>,
     delivered: BTreeSet<NotificationId>,
     delivered_order: VecDeque<NotificationId>,
@@ -239,6 +244,8 @@ impl DeliveryEngine {
             limits,
             queues: BTreeMap::new(),
             queued_ids: BTreeSet::new(),
+            ready: BTreeSet::new(),
+            in_flight: BTreeMap::new(),
             busy: BTreeSet::new(),
             delivered: BTreeSet::new(),
             delivered_order: VecDeque::new(),
@@ -327,8 +334,9 @@ impl DeliveryEngine {
                     for p in &items {
                         self.queued_ids.insert(p.n.id);
                     }
-                    self.queues.insert(destination, items.into());
+                    self.queues.insert(destination.clone(), items.into());
                 }
+                self.refresh(&destination);
             }
             DelOp::Delivered { id } => self.remember(id),
             DelOp::Dead { letter } => {
@@ -422,11 +430,13 @@ impl DeliveryEngine {
             in_flight: false,
             last_error: None,
         };
+        let dest = p.n.destination.clone();
         if first && !q.front().is_some_and(|h| h.in_flight) {
             q.push_front(p);
         } else {
             q.push_back(p);
         }
+        self.refresh(&dest);
         Ok(Enqueued::Queued)
     }
 
@@ -449,19 +459,27 @@ impl DeliveryEngine {
     /// and not already in flight.
     pub fn poll(&mut self, now_ms: u64) -> Vec<Notification> {
         let mut out = Vec::new();
-        for (dest, q) in self.queues.iter_mut() {
+        // Only threads whose head is not in flight can send: in a busy
+        // gateway most queues wait for an answer, and this runs after
+        // every input.
+        for dest in &self.ready {
             if self.busy.contains(dest) && !fault_on!(self.fault, DeliverIntoBusyThread) {
                 continue;
             }
-            if let Some(head) = q.front_mut() {
-                if !head.in_flight && head.not_before_ms <= now_ms {
-                    head.in_flight = true;
-                    head.attempts += 1;
-                    out.push(head.n.clone());
-                }
+            let q = self
+                .queues
+                .get_mut(dest)
+                .expect("a ready thread has a queue");
+            let head = q.front_mut().expect("a ready thread's queue has a head");
+            if !head.in_flight && head.not_before_ms <= now_ms {
+                head.in_flight = true;
+                head.attempts += 1;
+                out.push(head.n.clone());
             }
         }
         for n in &out {
+            self.ready.remove(&n.destination);
+            self.in_flight.insert(n.id, n.destination.clone());
             self.queue_changed(&n.destination);
         }
         out
@@ -469,14 +487,14 @@ impl DeliveryEngine {
 
     /// The adapter's answer for an in-flight notification.
     pub fn ack(&mut self, id: NotificationId, result: Result<(), String>, now_ms: u64) {
-        let Some(dest) = self
-            .queues
-            .iter()
-            .find(|(_, q)| q.front().is_some_and(|h| h.n.id == id && h.in_flight))
-            .map(|(d, _)| d.clone())
-        else {
+        let Some(dest) = self.in_flight.remove(&id) else {
             return; // unknown or stale ack: nothing to do
         };
+        debug_assert!(self
+            .queues
+            .get(&dest)
+            .and_then(VecDeque::front)
+            .is_some_and(|h| h.n.id == id && h.in_flight));
         self.queue_changed(&dest);
         let q = self.queues.get_mut(&dest).expect("found above");
         match result {
@@ -522,6 +540,24 @@ impl DeliveryEngine {
         }
         if self.queues.get(&dest).is_some_and(VecDeque::is_empty) {
             self.queues.remove(&dest);
+        }
+        self.refresh(&dest);
+    }
+
+    /// Whether `dest`'s head can be sent, recomputed from its queue after
+    /// any change to it.
+    fn refresh(&mut self, dest: &Destination) {
+        let ready = self
+            .queues
+            .get(dest)
+            .and_then(VecDeque::front)
+            .is_some_and(|h| !h.in_flight);
+        if ready {
+            if !self.ready.contains(dest) {
+                self.ready.insert(dest.clone());
+            }
+        } else {
+            self.ready.remove(dest);
         }
     }
 
@@ -674,8 +710,15 @@ impl DeliveryEngine {
                         detail: format!("notification {:?} is queued twice", p.n.id),
                     });
                 }
+                // Nothing is in flight in a process that just started,
+                // whatever the file says.
+                let p = Pending {
+                    in_flight: false,
+                    ..p
+                };
                 e.queues.entry(dest.clone()).or_default().push_back(p);
             }
+            e.refresh(&dest);
         }
         e.dead_total = body.dead.len() as u64;
         e.dead = body.dead.into();

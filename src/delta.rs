@@ -57,9 +57,11 @@ impl<T: Default> Changes<T> {
     }
 }
 
-/// One change to the durable state.
+/// One change to the durable state. Externally tagged (`{"store": …}`):
+/// an image's raw JSON cannot pass through the buffering an internal tag
+/// needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "file", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Record {
     /// A change to the session store's image.
     Store {

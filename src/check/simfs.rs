@@ -84,7 +84,7 @@ impl SimFs {
     /// and so does everything after it, until [`SimFs::crash`].
     pub fn crash_after(&self, n: usize) {
         let mut d = self.0.borrow_mut();
-        d.crash_at = Some(d.ops + n);
+        d.crash_at = Some(d.ops.saturating_add(n));
     }
 
     /// Whether the disk has crashed (every later call fails).
