@@ -7,15 +7,15 @@
 //! prints µs per event, bytes and fsyncs per commit, and recovery time at
 //! the peak, then the journal's targets: at 100,000 processes within 1.5×
 //! its time at 10,000, at least 10× faster and 20× fewer bytes than the
-//! snapshots.
+//! snapshots. With `--features sqlite` the SQLite backend runs beside them.
 //!
 //! `cargo run --release --example load -- PROCS EVENTS THREADS BATCH
-//! [journal|snapshots] [CONCURRENT]` runs one workload. Every run checks that each
+//! [journal|snapshots|sqlite|none] [CONCURRENT]` runs one workload
+//! (`none`: a journaling gateway whose records are dropped, the floor). Every run checks that each
 //! promised completion was delivered or dead-lettered (exit 1 otherwise)
 //! and prints every bounded structure's peak next to its limit.
 
-use procroute::check::soak::{self, Report, Workload};
-use procroute::delta::Durability;
+use procroute::check::soak::{self, Report, Storage, Workload};
 
 fn run(w: Workload) -> Report {
     let r = soak::run(w);
@@ -24,7 +24,7 @@ fn run(w: Workload) -> Report {
          {:.1} MiB written ({:.0} B per event, {:.1} KiB per commit), {:.2} fsyncs per commit, \
          {} compactions; recovery with {} running: {}",
         w.concurrent.min(w.processes),
-        w.durability,
+        w.storage,
         r.inputs,
         r.batches,
         r.seconds,
@@ -74,19 +74,22 @@ fn main() {
         batch: arg(3, 1_000),
         fail_one_in: 100,
         seed: 1,
-        durability: Durability::Journal,
+        storage: Storage::Journal,
     };
     if !args.is_empty() {
-        let durability = match args.get(4).map(String::as_str) {
-            None | Some("journal") => Durability::Journal,
-            Some("snapshots") => Durability::Snapshots,
+        let storage = match args.get(4).map(String::as_str) {
+            None | Some("journal") => Storage::Journal,
+            Some("snapshots") => Storage::Snapshots,
+            #[cfg(feature = "sqlite")]
+            Some("sqlite") => Storage::Sqlite,
+            Some("none") => Storage::Discard,
             Some(other) => {
-                eprintln!("unknown durability {other:?}: journal or snapshots");
+                eprintln!("unknown storage {other:?}: journal, snapshots, none (or sqlite, feature `sqlite`)");
                 std::process::exit(2);
             }
         };
         run(Workload {
-            durability,
+            storage,
             concurrent: arg(5, base.processes),
             ..base
         });
@@ -99,12 +102,19 @@ fn main() {
         };
         let j10 = run(small);
         let j100 = run(base);
+        #[cfg(feature = "sqlite")]
+        for w in [small, base] {
+            run(Workload {
+                storage: Storage::Sqlite,
+                ..w
+            });
+        }
         let s10 = run(Workload {
-            durability: Durability::Snapshots,
+            storage: Storage::Snapshots,
             ..small
         });
         let s100 = run(Workload {
-            durability: Durability::Snapshots,
+            storage: Storage::Snapshots,
             ..base
         });
         let growth = per_event_us(&j100) / per_event_us(&j10);

@@ -5,8 +5,7 @@
 //! 1,000,000 events, 10,000 threads — is `cargo run --release --example
 //! load`; its figures are in BENCHMARKS.md.
 
-use procroute::check::soak::{run, Workload};
-use procroute::delta::Durability;
+use procroute::check::soak::{run, Storage, Workload};
 use procroute::gateway::{Config, FileKind, Gateway, Input, Output};
 
 #[test]
@@ -19,7 +18,7 @@ fn deliver_7_a_short_soak_stays_bounded_and_loses_nothing() {
         batch: 200,
         fail_one_in: 50,
         seed: 3,
-        durability: Durability::Journal,
+        storage: Storage::Journal,
     });
     assert_eq!(r.completions_promised, 2_000);
     assert_eq!(r.unaccounted, 0, "{r:?}");

@@ -98,20 +98,49 @@ impl FileSystem for MemFs {
     }
 }
 
+/// Where a load run's durable state goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// Whole-file snapshots by atomic replace (`FilePersist` on [`MemFs`]).
+    Snapshots,
+    /// The journal backend (`JournalFiles` on [`MemFs`]).
+    Journal,
+    /// The SQLite backend (feature `sqlite`), on a real file in
+    /// `/dev/shm` (memory, like [`MemFs`]; its fsyncs cost nothing).
+    #[cfg(feature = "sqlite")]
+    Sqlite,
+    /// A journaling gateway whose records are dropped: the floor, what
+    /// the gateway costs without any durability.
+    Discard,
+}
+
+impl Storage {
+    /// The gateway's durability for this storage.
+    pub fn durability(self) -> Durability {
+        match self {
+            Storage::Snapshots => Durability::Snapshots,
+            _ => Durability::Journal,
+        }
+    }
+}
+
 /// Where the load run's durable state goes.
 enum Backend {
     Snapshots([FilePersist<MemFs>; 3]),
     Journal(Box<JournalFiles<MemFs>>),
+    #[cfg(feature = "sqlite")]
+    Sqlite(Box<crate::driver::sqlite::SqliteJournal>, PathBuf),
+    Discard,
 }
 
 impl Backend {
-    fn new(durability: Durability, fs: &MemFs, config: &Config) -> Backend {
-        match durability {
-            Durability::Snapshots => Backend::Snapshots(
+    fn new(storage: Storage, fs: &MemFs, config: &Config) -> Backend {
+        match storage {
+            Storage::Snapshots => Backend::Snapshots(
                 ["store.json", "checkpoint.json", "delivery.json"]
                     .map(|f| FilePersist::with_fs(Path::new("/gw").join(f), fs.clone())),
             ),
-            Durability::Journal => Backend::Journal(Box::new(
+            Storage::Journal => Backend::Journal(Box::new(
                 JournalFiles::open(
                     "/gw",
                     fs.clone(),
@@ -122,6 +151,27 @@ impl Backend {
                 .expect("an empty in-memory journal opens")
                 .0,
             )),
+            #[cfg(feature = "sqlite")]
+            Storage::Sqlite => {
+                let dir = if Path::new("/dev/shm").is_dir() {
+                    PathBuf::from("/dev/shm")
+                } else {
+                    std::env::temp_dir()
+                };
+                let path = dir.join(format!("procroute-load-{}.db", std::process::id()));
+                for suffix in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+                }
+                let (j, _) = crate::driver::sqlite::SqliteJournal::open(
+                    &path,
+                    JournalLimits::default(),
+                    &config.limits,
+                    &config.delivery,
+                )
+                .expect("a new SQLite database opens");
+                Backend::Sqlite(Box::new(j), path)
+            }
+            Storage::Discard => Backend::Discard,
         }
     }
 }
@@ -144,8 +194,8 @@ pub struct Workload {
     pub fail_one_in: usize,
     /// Seed of the generated workload.
     pub seed: u64,
-    /// Whole-file snapshots or the journal.
-    pub durability: Durability,
+    /// Where the durable state goes.
+    pub storage: Storage,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -241,12 +291,12 @@ pub fn run(w: Workload) -> Report {
     let started = Instant::now();
     let mut rng = Rng::new(w.seed);
     let config = Config {
-        durability: w.durability,
+        durability: w.storage.durability(),
         ..Config::default()
     };
     let mut g = Gateway::new(config.clone());
     let fs = MemFs::default();
-    let mut backend = Backend::new(w.durability, &fs, &config);
+    let mut backend = Backend::new(w.storage, &fs, &config);
     let mut r = Report::default();
     let mut excluded = std::time::Duration::ZERO;
     let mut now: u64 = 0;
@@ -291,13 +341,22 @@ pub fn run(w: Workload) -> Report {
                 (Output::Append { records }, Backend::Journal(j)) => {
                     j.append(records).expect("in-memory journal");
                 }
+                #[cfg(feature = "sqlite")]
+                (Output::Append { records }, Backend::Sqlite(j, _)) => {
+                    j.append(records).expect("SQLite journal");
+                }
                 _ => {}
             }
         }
-        if let Backend::Journal(j) = backend {
-            if j.wants_compaction() {
-                j.compact(g.compact()).expect("in-memory journal");
+        match backend {
+            Backend::Journal(j) if j.wants_compaction() => {
+                j.compact(g.compact()).expect("in-memory journal")
             }
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(j, _) if j.wants_compaction() => {
+                j.compact(g.compact()).expect("SQLite journal")
+            }
+            _ => {}
         }
         out
     };
@@ -436,10 +495,23 @@ pub fn run(w: Workload) -> Report {
     }
     r.unaccounted = r.completions_promised - r.completions_delivered - r.completions_dead;
     r.fsyncs = fs.fsyncs();
-    if let Backend::Journal(j) = &backend {
-        let s = j.stats();
+    let stats = match &backend {
+        Backend::Journal(j) => Some(j.stats()),
+        #[cfg(feature = "sqlite")]
+        Backend::Sqlite(j, _) => Some(j.stats()),
+        _ => None,
+    };
+    if let Some(s) = stats {
         r.persisted_bytes = s.appended_bytes + s.compacted_bytes;
         r.compactions = s.compactions;
+    }
+    #[cfg(feature = "sqlite")]
+    if let Backend::Sqlite(j, path) = backend {
+        r.fsyncs = j.stats().fsyncs;
+        drop(j);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
     }
     r.undrained = g.delivery().queued();
     let dl = Config::default().delivery;
@@ -467,6 +539,19 @@ fn recover(config: &Config, fs: &MemFs, backend: &Backend, now: u64) -> f64 {
     };
     let started = Instant::now();
     let files: [Option<Vec<u8>>; 3] = match backend {
+        Backend::Discard => return 0.0,
+        #[cfg(feature = "sqlite")]
+        Backend::Sqlite(_, path) => {
+            // Another connection reads what the first one committed.
+            let (_, opened) = crate::driver::sqlite::SqliteJournal::open(
+                path,
+                JournalLimits::default(),
+                &config.limits,
+                &config.delivery,
+            )
+            .expect("the load run's database opens");
+            opened.files.map(Some)
+        }
         Backend::Snapshots(_) => ["store.json", "checkpoint.json", "delivery.json"]
             .map(|f| copy.read(&Path::new("/gw").join(f)).ok()),
         Backend::Journal(_) => {

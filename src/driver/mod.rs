@@ -9,6 +9,8 @@
 pub mod files;
 pub mod journal;
 pub mod process;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
