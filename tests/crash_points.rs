@@ -157,7 +157,7 @@ fn a_disk_whose_fsync_lies_is_caught() {
 }
 
 #[test]
-fn the_journal_loses_misroutes_or_duplicates_nothing_at_any_crash_point() {
+fn store_7_the_journal_loses_misroutes_or_duplicates_nothing_at_any_crash_point() {
     // Every append, fsync, rename and directory fsync of the journal
     // backend, compactions included (every few KiB here, so each trace
     // crosses several and a crash lands at each of their steps); crash

@@ -54,7 +54,7 @@ proptest! {
     })]
 
     #[test]
-    fn journal_records_rebuild_the_snapshot_files_at_every_step(
+    fn store_7_journal_records_rebuild_the_snapshot_files_at_every_step(
         ops in traces::ops(1..60),
         seed in any::<u64>(),
     ) {

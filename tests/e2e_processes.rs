@@ -161,3 +161,63 @@ fn a_killed_process_reports_to_its_own_thread() {
         sent[0].text
     );
 }
+
+/// The runtime on the journal backend: a real process's notification is
+/// delivered, and the journal, opened again after the runtime is gone,
+/// holds it as delivered (nothing left to send, no run left running).
+#[test]
+fn a_runtime_on_the_journal_persists_what_it_delivers() {
+    use procroute::delta::Durability;
+    use procroute::driver::files::RealFs;
+    use procroute::driver::journal::{JournalFiles, JournalLimits};
+    use procroute::gateway::Gateway;
+
+    let dir = std::env::temp_dir().join(format!("procroute-e2e-journal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let config = Config {
+        durability: Durability::Journal,
+        ..Config::default()
+    };
+    let open = || {
+        JournalFiles::open(
+            &dir,
+            RealFs,
+            JournalLimits::default(),
+            &config.limits,
+            &config.delivery,
+        )
+        .expect("journal opens")
+    };
+    let recover = |files: [Vec<u8>; 3]| {
+        let [s, c, d] = files;
+        Gateway::recover(config.clone(), Some(&s), Some(&c), Some(&d), 0, |_, _| {
+            false
+        })
+        .expect("recovers")
+    };
+    let (journal, opened) = open();
+    let (gateway, _) = recover(opened.files);
+    let mut rt = Runtime::with_journal(gateway, Recorder::default(), journal);
+    let a = topic("-1001234567890", "42", "alice");
+    rt.input(Input::Message { origin: a.clone() });
+    rt.spawn_shell(a.clone(), "proc_a", "echo done", vec![], true)
+        .expect("spawn");
+    assert!(rt.run_until_idle(Duration::from_secs(10)), "never idle");
+    assert!(rt.persist_errors.is_empty(), "{:?}", rt.persist_errors);
+    let sent: Vec<_> = rt.adapter().sent.iter().map(|n| n.id).collect();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    drop(rt);
+
+    let (_, opened) = open();
+    assert!(opened.records > 0);
+    let (g, out) = recover(opened.files);
+    assert!(out.is_empty(), "recovery had something to do: {out:?}");
+    assert!(
+        g.delivery().was_delivered(&sent[0]),
+        "the delivery was not durable"
+    );
+    assert_eq!(g.delivery().queued(), 0);
+    assert_eq!(g.registry().running_count(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -129,7 +129,7 @@ fn one_fsync_per_group_commit() {
 }
 
 #[test]
-fn garbage_in_the_middle_of_acknowledged_batches_is_refused() {
+fn store_7_garbage_in_the_middle_of_acknowledged_batches_is_refused() {
     let fs = SimFs::new();
     let (_, _j) = filled(&fs);
     let mut b = bytes(&fs, "/gw/journal");

@@ -49,13 +49,21 @@ pub struct Files {
     pub delivery: Box<dyn Persist + Send>,
 }
 
+/// Where a [`Runtime`] keeps the durable state.
+enum Durable {
+    /// Three snapshot files.
+    Files(Files),
+    /// The journal backend.
+    Journal(Box<journal::JournalFiles>),
+}
+
 /// The gateway with real I/O around it: processes on threads, files on a
-/// [`Persist`] backend, an [`Adapter`]. Everything it decides, the
-/// [`Gateway`] decides.
+/// [`Persist`] backend or a journal, an [`Adapter`]. Everything it
+/// decides, the [`Gateway`] decides.
 pub struct Runtime<A: Adapter> {
     gateway: Gateway,
     adapter: A,
-    files: Files,
+    files: Durable,
     tx: Sender<ProcMsg>,
     rx: Receiver<ProcMsg>,
     procs: process::Processes,
@@ -68,11 +76,32 @@ pub struct Runtime<A: Adapter> {
 
 impl<A: Adapter> Runtime<A> {
     /// A runtime with a fresh gateway (nothing loaded), offering
-    /// notifications to `adapter` and writing the three `files`.
+    /// notifications to `adapter` and writing the three `files` (whole
+    /// snapshots: the gateway is made a snapshotting one).
     pub fn new(config: Config, adapter: A, files: Files) -> Runtime<A> {
+        let config = Config {
+            durability: crate::delta::Durability::Snapshots,
+            ..config
+        };
+        Runtime::with(Gateway::new(config), adapter, Durable::Files(files))
+    }
+
+    /// A runtime around `gateway` (recovered from `journal` by the caller:
+    /// [`journal::JournalFiles::open`], then [`Gateway::recover`]),
+    /// appending its records to `journal` and compacting it when it has
+    /// grown. Its configuration must be [`crate::delta::Durability::Journal`].
+    pub fn with_journal(
+        gateway: Gateway,
+        adapter: A,
+        journal: journal::JournalFiles,
+    ) -> Runtime<A> {
+        Runtime::with(gateway, adapter, Durable::Journal(Box::new(journal)))
+    }
+
+    fn with(gateway: Gateway, adapter: A, files: Durable) -> Runtime<A> {
         let (tx, rx) = mpsc::channel();
         Runtime {
-            gateway: Gateway::new(config),
+            gateway,
             adapter,
             files,
             tx,
@@ -110,10 +139,10 @@ impl<A: Adapter> Runtime<A> {
             &mut self.log,
             &mut self.persist_errors,
         );
-        self.gateway.carry_out(now, outputs, |o| {
+        let done = self.gateway.carry_out(now, outputs, |o| {
             log.push(o.clone());
-            match o {
-                Output::Persist { file, bytes } => {
+            match (o, &mut *files) {
+                (Output::Persist { file, bytes }, Durable::Files(files)) => {
                     let target = match file {
                         FileKind::Store => &mut files.store,
                         FileKind::Checkpoint => &mut files.checkpoint,
@@ -125,10 +154,36 @@ impl<A: Adapter> Runtime<A> {
                     }
                     Effect::Done
                 }
-                Output::Send(n) => Effect::Sent(adapter.send(n).err()),
+                (Output::Append { records }, Durable::Journal(j)) => {
+                    if let Err(e) = j.append(records) {
+                        errors.push(e);
+                    }
+                    Effect::Done
+                }
+                (Output::Persist { .. }, Durable::Journal(_))
+                | (Output::Append { .. }, Durable::Files(_)) => {
+                    // A gateway configured for the other backend: nothing
+                    // it promises would be durable, so nothing goes on.
+                    errors.push(PersistError::Io {
+                        file: "(runtime)".into(),
+                        source: std::io::Error::other(
+                            "the gateway's durability does not match the runtime's backend",
+                        ),
+                    });
+                    Effect::Halt
+                }
+                (Output::Send(n), _) => Effect::Sent(adapter.send(n).err()),
                 _ => Effect::Done,
             }
-        })
+        });
+        if let Durable::Journal(j) = &mut self.files {
+            if j.wants_compaction() {
+                if let Err(e) = j.compact(self.gateway.compact()) {
+                    self.persist_errors.push(e);
+                }
+            }
+        }
+        done
     }
 
     /// Starts `sh -c command` for a turn in `origin`'s thread.
