@@ -33,10 +33,10 @@ use crate::store::{SessionStore, StoreRecord, DEFAULT_MAX_LANES};
 pub enum Durability {
     /// Whole-file snapshots (`Output::Persist`): each changed file is
     /// rewritten, at a cost that grows with the state.
-    #[default]
     Snapshots,
     /// Records of what changed (`Output::Append`), for a journal backend
-    /// (`driver::journal`): the cost of the change.
+    /// (`driver::journal`): the cost of the change. The default.
+    #[default]
     Journal,
 }
 

@@ -214,7 +214,7 @@ fn sec_2_a_forged_delivery_log_is_refused_not_sent() {
     use procroute::gateway::FileKind;
     use procroute::persist::FileProblem;
     let home = gen::origin(&mut Rng::new(31));
-    let mut g = Gateway::new(Config::default());
+    let mut g = Gateway::new(snapshots());
     let mut files: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
     let mut take = |out: Vec<Output>| {
         for o in out {
@@ -268,7 +268,7 @@ fn sec_2_a_forged_delivery_log_is_refused_not_sent() {
     }
     let recover = |delivery: &[u8]| {
         Gateway::recover(
-            Config::default(),
+            snapshots(),
             files.get("Store").map(Vec::as_slice),
             files.get("Checkpoint").map(Vec::as_slice),
             Some(delivery),
@@ -284,7 +284,7 @@ fn sec_2_a_forged_delivery_log_is_refused_not_sent() {
     let elsewhere = text.replace(&chat, "\"someone-else\"");
     assert_ne!(elsewhere, text, "the chat id is in the log");
     // A log from another gateway (its lanes are not ours) is refused too.
-    let mut other = Gateway::new(Config::default());
+    let mut other = Gateway::new(snapshots());
     let stranger = gen::origin(&mut Rng::new(32));
     let mut foreign = Vec::new();
     other.handle(0, Input::Message { origin: stranger });
@@ -306,5 +306,15 @@ fn sec_2_a_forged_delivery_log_is_refused_not_sent() {
             }
             other => panic!("{what}: {other:?}"),
         }
+    }
+}
+
+/// A snapshotting gateway: these checks read its whole-file `Persist`
+/// outputs (the journal's records are checked against them in
+/// `tests/delta.rs`).
+fn snapshots() -> Config {
+    Config {
+        durability: procroute::delta::Durability::Snapshots,
+        ..Config::default()
     }
 }

@@ -54,11 +54,11 @@ fn proc_8_a_batch_persists_first_and_ends_in_the_same_state() {
             ]
         })
         .collect();
-    let mut one = Gateway::new(Config::default());
+    let mut one = Gateway::new(snapshots());
     for input in inputs.clone() {
         one.handle(5, input);
     }
-    let mut batch = Gateway::new(Config::default());
+    let mut batch = Gateway::new(snapshots());
     let out = batch.handle_batch(5, inputs);
     let kinds: Vec<FileKind> = out
         .iter()
@@ -87,5 +87,15 @@ fn proc_8_a_batch_persists_first_and_ends_in_the_same_state() {
             _ => unreachable!(),
         };
         assert_eq!(bytes(&one), bytes(&batch), "{file:?} differs");
+    }
+}
+
+/// A snapshotting gateway: these checks read its whole-file `Persist`
+/// outputs (the journal's records are checked against them in
+/// `tests/delta.rs`).
+fn snapshots() -> Config {
+    Config {
+        durability: procroute::delta::Durability::Snapshots,
+        ..Config::default()
     }
 }

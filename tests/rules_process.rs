@@ -195,7 +195,7 @@ fn proc_7_completion_only_when_promised() {
 
 #[test]
 fn proc_8_checkpoint_at_spawn_restores_routing_and_reports_lost() {
-    let mut g = Gateway::new(Config::default());
+    let mut g = Gateway::new(snapshots());
     let a = topic("42", "alice");
     let b = topic("43", "bob");
     let out_a = g.handle(0, spawn(a.clone(), "pa".into(), vec![]));
@@ -221,7 +221,7 @@ fn proc_8_checkpoint_at_spawn_restores_routing_and_reports_lost() {
     let rb = run_of(&g.handle(1, spawn(b.clone(), "pb".into(), vec![])));
     // Crash: only persisted bytes survive. pa survived, pb vanished.
     let (g2, out) = Gateway::recover(
-        Config::default(),
+        snapshots(),
         Some(&g.store().encode()),
         Some(&g.registry().encode()),
         Some(&g.delivery().encode()),
@@ -242,7 +242,7 @@ fn proc_8_checkpoint_at_spawn_restores_routing_and_reports_lost() {
 /// delivered (run, seq) and was discarded as a duplicate.
 #[test]
 fn proc_2_sequence_numbers_survive_a_restart() {
-    let mut g = Gateway::new(Config::default());
+    let mut g = Gateway::new(snapshots());
     let a = topic("42", "alice");
     let mut files: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
     let keep = |out: &[Output], files: &mut std::collections::BTreeMap<String, Vec<u8>>| {
@@ -274,7 +274,7 @@ fn proc_2_sequence_numbers_survive_a_restart() {
     keep(&out, &mut files);
     let f = |k: &str| files.get(k).cloned();
     let (_, out) = Gateway::recover(
-        Config::default(),
+        snapshots(),
         f("Store").as_deref(),
         f("Checkpoint").as_deref(),
         f("Delivery").as_deref(),
@@ -295,7 +295,7 @@ fn proc_2_sequence_numbers_survive_a_restart() {
 #[test]
 fn proc_8_run_ids_named_by_the_delivery_log_are_never_reissued() {
     let a = topic("42", "alice");
-    let mut g = Gateway::new(Config::default());
+    let mut g = Gateway::new(snapshots());
     let empty_checkpoint = g.registry().encode();
     let mut last = None;
     for (t, p) in ["p0", "p1", "p2"].into_iter().enumerate() {
@@ -322,7 +322,7 @@ fn proc_8_run_ids_named_by_the_delivery_log_are_never_reissued() {
     let last = last.expect("three runs").0;
     for checkpoint in [Some(empty_checkpoint.as_slice()), None] {
         let (mut g2, _) = Gateway::recover(
-            Config::default(),
+            snapshots(),
             Some(&g.store().encode()),
             checkpoint,
             Some(&g.delivery().encode()),
@@ -523,7 +523,7 @@ fn proc_6_breaker_boundaries_and_every_drop_reported_on_its_process() {
 #[test]
 fn proc_8_every_event_reaches_the_delivery_log_before_the_checkpoint() {
     let a = topic("42", "alice");
-    let mut g = Gateway::new(Config::default());
+    let mut g = Gateway::new(snapshots());
     let run = run_of(&g.handle(0, spawn(a, "p1".into(), vec!["MATCH".into()])));
     let files = |out: &[Output]| -> Vec<FileKind> {
         out.iter()
@@ -572,5 +572,15 @@ proptest::proptest! {
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
         let got = procroute::registry::excerpt(&lines, max_lines, max_chars);
         proptest::prop_assert_eq!(got, naive_excerpt(&lines, max_lines, max_chars));
+    }
+}
+
+/// A snapshotting gateway: these checks read its whole-file `Persist`
+/// outputs (the journal's records are checked against them in
+/// `tests/delta.rs`).
+fn snapshots() -> Config {
+    Config {
+        durability: procroute::delta::Durability::Snapshots,
+        ..Config::default()
     }
 }
