@@ -212,6 +212,9 @@ pub struct Report {
     pub persisted_bytes: u64,
     /// fsyncs of files and directories.
     pub fsyncs: u64,
+    /// Group commits that persisted something (a file written, records
+    /// appended): the others had nothing durable to change.
+    pub durable_commits: u64,
     /// Journal compactions.
     pub compactions: u64,
     /// Seconds to recover from the durable state when every process ran
@@ -326,6 +329,13 @@ pub fn run(w: Workload) -> Report {
         r.inputs += inputs.len() as u64;
         r.batches += 1;
         let out = g.handle_batch(now, inputs);
+        if out.iter().any(|o| match o {
+            Output::Persist { .. } => true,
+            Output::Append { records } => !records.is_empty(),
+            _ => false,
+        }) {
+            r.durable_commits += 1;
+        }
         // What makes the batch safe is durable before anything else.
         for o in &out {
             match (o, &mut *backend) {
