@@ -177,6 +177,10 @@ fn origin(i: usize) -> Origin {
 /// database; before each commit it prints the hash of the state that
 /// commit makes durable (`next H`), after it `done`. It never stops by
 /// itself: it is killed.
+/// Inputs per group commit in the child: enough records that a commit
+/// takes long enough for a kill to land inside it now and then.
+const BATCH: usize = 100;
+
 #[test]
 #[ignore = "the child process of sqlite_survives_sigkill_mid_load; run by it"]
 fn sigkill_child() {
@@ -199,8 +203,10 @@ fn sigkill_child() {
     let mut now = 0;
     for round in 0usize.. {
         let mut inputs: Vec<Input> = std::mem::take(&mut sends);
-        for k in 0..20 {
-            let i = round * 20 + k;
+        for k in 0..BATCH {
+            let i = round * BATCH + k;
+            // Spawns and exits balance: the state stays small, so hashing
+            // it after every commit stays cheap.
             inputs.push(match i % 5 {
                 0 | 1 => Input::Spawn {
                     origin: origin(i),
@@ -209,7 +215,7 @@ fn sigkill_child() {
                     watch_patterns: vec!["ERR".into()],
                     notify_on_exit: true,
                 },
-                2 | 3 if !runs.is_empty() => Input::Output {
+                2 if !runs.is_empty() => Input::Output {
                     run: runs[i % runs.len()],
                     chunk: format!("line {i} ERR\n"),
                 },
@@ -263,17 +269,20 @@ fn sigkill_child() {
 #[test]
 fn sqlite_survives_sigkill_mid_load() {
     let mut mid_commit = 0;
-    // Killed after so many acknowledged commits, and so long after the
-    // last: right away lands between commits; the delays land inside one.
+    // Killed `delay_us` after the child's `n`-th `done` (between commits)
+    // or its `n`-th `next` (printed just before a commit starts: inside
+    // one, if the commit is still running).
     let kills = [
-        (40usize, 0u64),
-        (97, 300),
-        (173, 1_000),
-        (250, 2_000),
-        (333, 4_000),
-        (401, 7_000),
+        (20usize, false, 0u64),
+        (39, true, 300),
+        (60, true, 1_000),
+        (80, false, 0),
+        (101, true, 3_000),
+        (120, true, 500),
+        (140, false, 0),
+        (166, true, 2_000),
     ];
-    for (attempt, (kill_after, delay_us)) in kills.into_iter().enumerate() {
+    for (attempt, (n, on_next, delay_us)) in kills.into_iter().enumerate() {
         let path = temp_db(&format!("sigkill-{attempt}"));
         let mut child = Command::new(std::env::current_exe().expect("test binary"))
             .args([
@@ -293,19 +302,27 @@ fn sqlite_survives_sigkill_mid_load() {
         // the kill included: the last `next` followed by `done` is the
         // acknowledged state, a last `next` without one is being committed.
         let (mut acknowledged, mut pending) = (None, None);
-        let mut done = 0;
+        let (mut next, mut done) = (0, 0);
         for line in out.lines() {
             let line = line.expect("child output");
             if let Some(h) = line.strip_prefix("next ") {
                 pending = Some(h.parse::<u64>().expect("hash"));
+                next += 1;
             } else if line == "done" {
                 acknowledged = pending.take();
                 done += 1;
-                if done == kill_after {
-                    // Mid-load: the child goes on until the signal lands.
-                    std::thread::sleep(std::time::Duration::from_micros(delay_us));
-                    child.kill().expect("SIGKILL");
-                }
+            } else {
+                continue;
+            }
+            let kill_now = if on_next {
+                next == n && line.starts_with("next ")
+            } else {
+                done == n && line == "done"
+            };
+            if kill_now {
+                // Mid-load: the child goes on until the signal lands.
+                std::thread::sleep(std::time::Duration::from_micros(delay_us));
+                child.kill().expect("SIGKILL");
             }
         }
         let status = child.wait().expect("wait");
@@ -315,7 +332,7 @@ fn sqlite_survives_sigkill_mid_load() {
         let found = hash(&files);
         assert!(
             Some(found) == acknowledged || Some(found) == pending,
-            "after SIGKILL at commit {kill_after} (+{delay_us} µs, {done} acknowledged) the database holds neither the acknowledged state nor the one being committed"
+            "after SIGKILL at commit {n} (on its start: {on_next}; +{delay_us} µs; {done} commits acknowledged) the database holds neither the acknowledged state nor the one being committed"
         );
         mid_commit += usize::from(pending.is_some());
         // And it recovers into a gateway.
