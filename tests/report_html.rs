@@ -6,6 +6,10 @@
 //! failures link to their finding. tests/browser/report.mjs checks the
 //! same page in a real browser (CI).
 
+#[path = "support/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 use std::collections::BTreeSet;
 use std::process::Command;
 
@@ -60,14 +64,6 @@ fn template_report(dir: &std::path::Path, name: &str, bug: Option<&str>) -> Inpu
     Input::read(&json).expect("the JSON report reads back")
 }
 
-/// A fresh folder of the system's temporary directory for one test.
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("procroute-report-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
 fn ids_and_links(page: &str) -> (BTreeSet<String>, Vec<String>) {
     let grab = |attr: &str| -> Vec<String> {
         page.split(attr)
@@ -82,7 +78,8 @@ fn ids_and_links(page: &str) -> (BTreeSet<String>, Vec<String>) {
 
 #[test]
 fn the_page_shows_every_failure_and_draws_counterexamples() {
-    let dir = scratch("page");
+    let scratch = Scratch::new("report-page");
+    let dir = scratch.path().to_path_buf();
     let good = template_report(&dir, "good", None);
     let bad = template_report(&dir, "bad", Some("kill-silent"));
     let failed: Vec<&Outcome> = bad.report.outcomes.iter().filter(|o| !o.passed).collect();
@@ -245,7 +242,8 @@ fn spec_rules_are_every_rule_paragraph_of_spec_md() {
 
 #[test]
 fn a_file_that_is_not_a_report_is_named() {
-    let path = scratch("garbage").join("garbage.json");
+    let scratch = Scratch::new("report-garbage");
+    let path = scratch.join("garbage.json");
     std::fs::write(&path, "{\"outcomes\": 3}").expect("write");
     let e = Input::read(&path).expect_err("not a report");
     assert!(

@@ -51,7 +51,7 @@ fn store_3_a_full_store_refuses_new_lanes_and_keeps_old_ones() {
 
 #[test]
 fn store_4_file_backend_round_trips_atomically() {
-    let path = temp("roundtrip");
+    let (_dir, path) = temp("roundtrip");
     let mut s = SessionStore::new(10);
     s.observe(&topic("42", "alice"), &Policy::default(), 1)
         .expect("room");
@@ -113,7 +113,7 @@ fn store_5_bad_files_are_typed_errors_naming_the_file_and_left_intact() {
         ),
     ];
     for (name, bytes, ok) in cases {
-        let path = temp(name);
+        let (_dir, path) = temp(name);
         std::fs::write(&path, &bytes).expect("write");
         let backend = FilePersist::new(&path);
         let err = procroute::persist::load_with(&backend, |b| SessionStore::decode(b, 10))
@@ -136,7 +136,7 @@ fn store_5_bad_files_are_typed_errors_naming_the_file_and_left_intact() {
 /// STORE-6: a huge file is refused before it is read (sparse file, cheap).
 #[test]
 fn store_6_oversized_files_are_refused_unread() {
-    let path = temp("huge");
+    let (_dir, path) = temp("huge");
     let f = std::fs::File::create(&path).expect("create");
     f.set_len(procroute::persist::MAX_FILE_BYTES + 1)
         .expect("sparse");
@@ -246,7 +246,7 @@ fn store_5_unreadable_files_are_io_errors_naming_the_file() {
         "{err}"
     );
     // A directory where the file should be, on the real disk.
-    let path = temp("a-directory");
+    let (_dir, path) = temp("a-directory");
     std::fs::create_dir_all(&path).expect("dir");
     let err = FilePersist::new(&path).load().expect_err("a directory");
     assert!(err.to_string().contains("a-directory"), "{err}");

@@ -8,8 +8,11 @@
 
 #[path = "support/batches.rs"]
 mod batches;
+#[path = "support/scratch.rs"]
+mod scratch;
 #[path = "support/traces.rs"]
 mod traces;
+use scratch::Scratch;
 
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader};
@@ -31,14 +34,11 @@ fn config() -> Config {
     }
 }
 
-fn temp_db(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("procroute-sqlite-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(format!("{name}.db"));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    path
+/// A database path in a fresh folder, removed with the returned guard.
+fn temp_db(name: &str) -> (Scratch, PathBuf) {
+    let dir = Scratch::new("sqlite");
+    let path = dir.join(&format!("{name}.db"));
+    (dir, path)
 }
 
 fn open(path: &Path, limits: JournalLimits) -> Result<(SqliteJournal, [Vec<u8>; 3]), PersistError> {
@@ -76,7 +76,7 @@ proptest! {
     fn group_commits_in_sqlite_rebuild_the_snapshot_files_after_every_batch(
         steps in proptest::collection::vec(batches::step(), 1..80),
     ) {
-        let path = temp_db("property");
+        let (_dir, path) = temp_db("property");
         let (j, _) = open(&path, JournalLimits::default()).expect("a new database");
         let mut db = Db { path, j };
         batches::same_files_in_batches(&steps, &mut db)?;
@@ -103,7 +103,7 @@ fn refused(path: &Path) -> FileProblem {
 #[test]
 fn hostile_databases_are_refused_untouched() {
     // Not a database at all.
-    let path = temp_db("not-a-db");
+    let (_dir, path) = temp_db("not-a-db");
     std::fs::write(
         &path,
         b"this is not an SQLite database, just text".repeat(40),
@@ -120,7 +120,7 @@ fn hostile_databases_are_refused_untouched() {
             &br#"{"checkpoint":{"change":{"op":"tail","run":99,"tail":"x"}}}"#[..],
         ),
     ] {
-        let path = temp_db(name);
+        let (_dir, path) = temp_db(name);
         drop(open(&path, JournalLimits::default()).expect("new"));
         raw_insert(&path, body);
         let p = refused(&path);
@@ -128,7 +128,7 @@ fn hostile_databases_are_refused_untouched() {
     }
 
     // A database from a newer procroute.
-    let path = temp_db("newer");
+    let (_dir, path) = temp_db("newer");
     drop(open(&path, JournalLimits::default()).expect("new"));
     sqlite_exec(
         &path,
@@ -283,7 +283,7 @@ fn sqlite_survives_sigkill_mid_load() {
         (166, true, 2_000),
     ];
     for (attempt, (n, on_next, delay_us)) in kills.into_iter().enumerate() {
-        let path = temp_db(&format!("sigkill-{attempt}"));
+        let (_dir, path) = temp_db(&format!("sigkill-{attempt}"));
         let mut child = Command::new(std::env::current_exe().expect("test binary"))
             .args([
                 "--exact",

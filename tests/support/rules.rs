@@ -2,6 +2,10 @@
 //! Helpers and imports shared by the per-chapter rule tests
 //! (`tests/rules_*.rs`).
 
+#[path = "scratch.rs"]
+mod scratch;
+pub use scratch::Scratch;
+
 pub use procroute::delivery::{
     DeliveryEngine, DeliveryLimits, Enqueued, Notification, NotificationId,
 };
@@ -60,10 +64,11 @@ pub fn run_of(out: &[Output]) -> RunId {
         .expect("spawned")
 }
 
-pub fn temp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("procroute-rules-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join("store.json")
+/// `store.json` in a fresh folder, removed with the returned guard.
+pub fn temp(name: &str) -> (Scratch, std::path::PathBuf) {
+    let dir = Scratch::new(&format!("rules-{name}"));
+    let path = dir.join("store.json");
+    (dir, path)
 }
 
 pub fn note(run: u64, seq: u32, dest: &Origin) -> Notification {

@@ -12,7 +12,9 @@ hermes prints to stdout, so the protocol gets a private copy of the
 original stdout and everything else (stdout included) goes to stderr.
 """
 import json
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -21,13 +23,20 @@ os.dup2(2, 1)
 sys.stdout = sys.stderr
 
 # hermes-agent fixes its paths at import time and writes state there.
-os.environ["HERMES_HOME"] = tempfile.mkdtemp(prefix="procroute-hermes-")
+def private_dir(prefix):
+    """A temporary directory removed when the harness exits."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+os.environ["HERMES_HOME"] = private_dir("procroute-hermes-")
 os.environ.setdefault("HERMES_BACKGROUND_NOTIFICATIONS", "result")
 os.environ.setdefault("TERMINAL_ENV", "local")
 # hermes starts background processes with `bash -lic`: a login shell reads
 # ~/.bashrc. A private HOME keeps this machine's rc files (pyenv, …) out of
 # every spawn.
-os.environ["HOME"] = tempfile.mkdtemp(prefix="procroute-hermes-home-")
+os.environ["HOME"] = private_dir("procroute-hermes-home-")
 
 import importlib.metadata  # noqa: E402
 import inspect  # noqa: E402

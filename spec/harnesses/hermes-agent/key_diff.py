@@ -10,13 +10,16 @@ Prints the mismatches and a closing line `N passed, N failed`; exits 1 on any
 mismatch. This is our own code; it imports the published package.
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 
 # hermes-agent fixes its paths at import time and writes state there.
 os.environ["HERMES_HOME"] = tempfile.mkdtemp(prefix="procroute-hermes-")
+atexit.register(shutil.rmtree, os.environ["HERMES_HOME"], ignore_errors=True)
 os.environ.setdefault("HERMES_BACKGROUND_NOTIFICATIONS", "result")
 
 from gateway.config import Platform  # noqa: E402

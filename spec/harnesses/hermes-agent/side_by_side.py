@@ -22,8 +22,10 @@ medians, min and max are over all pooled rounds. --check exits 1 unless
 every ratio is >= 20 and procroute's hermes parse is within 3x of the floor.
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,6 +42,7 @@ if os.environ.get("PROCROUTE_SIDE_CHILD") != "1":
     sys.exit(subprocess.run([python, __file__, *sys.argv[1:]], env=env).returncode)
 
 os.environ["HERMES_HOME"] = tempfile.mkdtemp(prefix="procroute-side-")
+atexit.register(shutil.rmtree, os.environ["HERMES_HOME"], ignore_errors=True)
 os.environ.setdefault("HERMES_BACKGROUND_NOTIFICATIONS", "result")
 import logging  # noqa: E402
 
@@ -108,6 +111,7 @@ def main():
 
     # Routing: one runner whose store holds every session, one empty.
     tmp = tempfile.mkdtemp(prefix="procroute-side-store-")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     hit = gr.GatewayRunner(GatewayConfig(sessions_dir=__import__("pathlib").Path(tmp, "hit")))
     miss = gr.GatewayRunner(GatewayConfig(sessions_dir=__import__("pathlib").Path(tmp, "miss")))
     events = []

@@ -28,10 +28,14 @@ import { openclaw } from "./openclaw.mjs";
 // OpenClaw keeps state (its SQLite stores) under its state dir and HOME:
 // private ones per harness process, never this machine's.
 {
-  const { mkdtempSync } = await import("node:fs");
+  const { mkdtempSync, rmSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   process.env.OPENCLAW_STATE_DIR = mkdtempSync(`${tmpdir()}/procroute-openclaw-state-`);
   process.env.HOME = mkdtempSync(`${tmpdir()}/procroute-openclaw-home-`);
+  const made = [process.env.OPENCLAW_STATE_DIR, process.env.HOME];
+  process.on("exit", () => {
+    for (const d of made) rmSync(d, { recursive: true, force: true });
+  });
 }
 const dir = process.env.OPENCLAW_DIR;
 if (!dir) {
