@@ -178,9 +178,14 @@ pub struct DeliveryEngine {
     limits: DeliveryLimits,
     queues: BTreeMap<Destination, VecDeque<Pending>>,
     queued_ids: BTreeSet<NotificationId>,
-    /// Threads whose queue's head is not in flight: what `poll` looks at
-    /// (derived from `queues`, kept by [`DeliveryEngine::refresh`]).
-    ready: BTreeSet<Destination>,
+    /// Idle threads whose queue's head is not in flight, with the time the
+    /// head is due (derived from `queues` and `busy`, kept by
+    /// [`DeliveryEngine::refresh`]).
+    ready: BTreeMap<Destination, u64>,
+    /// The same threads by due time: `poll` takes what is due without
+    /// looking at the others (in a busy gateway most threads wait for an
+    /// answer, a turn or a backoff, and `poll` runs after every input).
+    due: BTreeSet<(u64, Destination)>,
     /// The thread of each notification in flight: what `ack` looks up.
     in_flight: BTreeMap<NotificationId, Destination>,
     busy: BTreeSet<Destination>,
@@ -244,7 +249,8 @@ impl DeliveryEngine {
             limits,
             queues: BTreeMap::new(),
             queued_ids: BTreeSet::new(),
-            ready: BTreeSet::new(),
+            ready: BTreeMap::new(),
+            due: BTreeSet::new(),
             in_flight: BTreeMap::new(),
             busy: BTreeSet::new(),
             delivered: BTreeSet::new(),
@@ -350,6 +356,10 @@ impl DeliveryEngine {
     /// Switches a test-only fault on (feature `faults`).
     pub fn set_fault(&mut self, fault: Switch) {
         self.fault = fault;
+        let threads: Vec<Destination> = self.queues.keys().cloned().collect();
+        for d in &threads {
+            self.refresh(d);
+        }
     }
 
     /// The run's completion is now held by this log (queued, dead-lettered
@@ -443,11 +453,13 @@ impl DeliveryEngine {
     /// A turn started in this thread: hold its notifications (DELIVER-2).
     pub fn turn_started(&mut self, d: &Destination) {
         self.busy.insert(d.clone());
+        self.refresh(d);
     }
 
     /// A turn ended in the thread: what waited becomes sendable.
     pub fn turn_ended(&mut self, d: &Destination) {
         self.busy.remove(d);
+        self.refresh(d);
     }
 
     /// Whether a turn is running in the thread.
@@ -459,29 +471,27 @@ impl DeliveryEngine {
     /// and not already in flight.
     pub fn poll(&mut self, now_ms: u64) -> Vec<Notification> {
         let mut out = Vec::new();
-        // Only threads whose head is not in flight can send: in a busy
-        // gateway most queues wait for an answer, and this runs after
-        // every input.
-        for dest in &self.ready {
-            if self.busy.contains(dest) && !fault_on!(self.fault, DeliverIntoBusyThread) {
-                continue;
+        while let Some((at, _)) = self.due.first() {
+            if *at > now_ms {
+                break;
             }
+            let (_, dest) = self.due.pop_first().expect("just seen");
+            self.ready.remove(&dest);
             let q = self
                 .queues
-                .get_mut(dest)
+                .get_mut(&dest)
                 .expect("a ready thread has a queue");
             let head = q.front_mut().expect("a ready thread's queue has a head");
-            if !head.in_flight && head.not_before_ms <= now_ms {
-                head.in_flight = true;
-                head.attempts += 1;
-                out.push(head.n.clone());
-            }
+            debug_assert!(!head.in_flight && head.not_before_ms <= now_ms);
+            head.in_flight = true;
+            head.attempts += 1;
+            out.push(head.n.clone());
+            self.in_flight.insert(head.n.id, dest.clone());
+            self.queue_changed(&dest);
         }
-        for n in &out {
-            self.ready.remove(&n.destination);
-            self.in_flight.insert(n.id, n.destination.clone());
-            self.queue_changed(&n.destination);
-        }
+        // Thread order, as the queues are kept (what a reader of the
+        // outputs expects, whatever the due times were).
+        out.sort_by(|a, b| a.destination.cmp(&b.destination));
         out
     }
 
@@ -547,17 +557,28 @@ impl DeliveryEngine {
     /// Whether `dest`'s head can be sent, recomputed from its queue after
     /// any change to it.
     fn refresh(&mut self, dest: &Destination) {
-        let ready = self
+        let idle = !self.busy.contains(dest) || fault_on!(self.fault, DeliverIntoBusyThread);
+        let now = self
             .queues
             .get(dest)
             .and_then(VecDeque::front)
-            .is_some_and(|h| !h.in_flight);
-        if ready {
-            if !self.ready.contains(dest) {
-                self.ready.insert(dest.clone());
+            .filter(|h| idle && !h.in_flight)
+            .map(|h| h.not_before_ms);
+        let before = self.ready.get(dest).copied();
+        if now == before {
+            return;
+        }
+        if let Some(at) = before {
+            self.due.remove(&(at, dest.clone()));
+        }
+        match now {
+            Some(at) => {
+                self.ready.insert(dest.clone(), at);
+                self.due.insert((at, dest.clone()));
             }
-        } else {
-            self.ready.remove(dest);
+            None => {
+                self.ready.remove(dest);
+            }
         }
     }
 

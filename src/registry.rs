@@ -6,7 +6,7 @@
 //! run id and a per-run sequence number. There is no other way to make an
 //! event, so there is no way to make one without its origin.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -245,7 +245,7 @@ struct Body {
 #[derive(Serialize)]
 struct BodyRef<'a> {
     next_run: u64,
-    running: Vec<(&'a RunId, &'a Proc)>,
+    running: Vec<(RunId, &'a Proc)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -254,9 +254,12 @@ struct BodyRef<'a> {
 pub struct Registry {
     limits: Limits,
     next_run: u64,
-    /// Boxed, so the tree's nodes hold only ids and pointers: small enough
-    /// to stay in cache at 100,000 runs (a lookup per output).
-    running: BTreeMap<RunId, Box<Proc>>,
+    /// Hashed, not a tree: one lookup per output, and at 100,000 runs a
+    /// tree's path is several cache misses where the table's is one.
+    /// Boxed, so the table holds only ids and pointers. Whatever leaves
+    /// the registry in order (the image, [`Registry::running`], lost
+    /// runs) is sorted by run id first.
+    running: HashMap<RunId, Box<Proc>, RunHasher>,
     breaker: Breaker,
     /// Test-only fault switch (feature `faults`); zero-sized otherwise.
     fault: Switch,
@@ -324,7 +327,7 @@ impl Registry {
         Registry {
             limits,
             next_run: 1,
-            running: BTreeMap::new(),
+            running: HashMap::default(),
             breaker: Breaker::default(),
             fault: Switch::default(),
             global_tail: String::new(),
@@ -512,7 +515,14 @@ impl Registry {
 
     /// The running runs and what started each.
     pub fn running(&self) -> impl Iterator<Item = (RunId, &SpawnRequest)> {
-        self.running.iter().map(|(r, p)| (*r, &p.req))
+        self.sorted().into_iter().map(|(r, p)| (r, &p.req))
+    }
+
+    /// The runs in run-id order.
+    fn sorted(&self) -> Vec<(RunId, &Proc)> {
+        let mut v: Vec<(RunId, &Proc)> = self.running.iter().map(|(r, p)| (*r, &**p)).collect();
+        v.sort_unstable_by_key(|(r, _)| *r);
+        v
     }
 
     /// How many runs are running.
@@ -773,7 +783,7 @@ impl Registry {
             VERSION,
             &BodyRef {
                 next_run: self.next_run,
-                running: self.running.iter().map(|(r, p)| (r, &**p)).collect(),
+                running: self.sorted(),
             },
         )
     }
@@ -821,10 +831,10 @@ impl Registry {
             reg.running.insert(run, Box::new(p));
         }
         let lost: Vec<RunId> = reg
-            .running
-            .iter()
-            .filter(|(r, p)| !alive(**r, &p.req))
-            .map(|(r, _)| *r)
+            .sorted()
+            .into_iter()
+            .filter(|(r, p)| !alive(*r, &p.req))
+            .map(|(r, _)| r)
             .collect();
         let mut events = Vec::new();
         for run in lost {

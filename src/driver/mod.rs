@@ -253,7 +253,7 @@ impl<A: Adapter> Runtime<A> {
     pub fn run_until_idle(&mut self, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
-            if self.gateway.registry().running().next().is_none()
+            if self.gateway.registry().running_count() == 0
                 && self.gateway.delivery().queued() == 0
                 && self.procs.is_empty()
             {
