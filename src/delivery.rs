@@ -637,6 +637,23 @@ impl DeliveryEngine {
             .max()
     }
 
+    /// The runs whose `watch_disabled` notification is queued or
+    /// dead-lettered (used by recovery, PROC-5 and PROC-8). One already
+    /// delivered was sent after the checkpoint recorded its effect.
+    pub fn watch_disabled_runs(&self) -> BTreeSet<crate::registry::RunId> {
+        self.queues
+            .values()
+            .flatten()
+            .map(|p| &p.n)
+            .chain(self.dead.iter().map(|d| &d.notification))
+            .filter(|n| n.kind == NoticeKind::WatchDisabled)
+            .filter_map(|n| match n.id {
+                NotificationId::Process { run, .. } => Some(run),
+                NotificationId::Shutdown { .. } => None,
+            })
+            .collect()
+    }
+
     /// Whether the notification was delivered (within the remembered window).
     pub fn was_delivered(&self, id: &NotificationId) -> bool {
         self.delivered.contains(id)

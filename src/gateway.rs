@@ -366,9 +366,11 @@ impl Gateway {
         };
         if let Some(b) = checkpoint {
             let delivery = &g.delivery;
+            let disabled = delivery.watch_disabled_runs();
             let log = crate::registry::RecordedLog {
                 completed: &|run| delivery.has_completion(run),
                 seq: &|run| delivery.recorded_seq(run),
+                disabled: &|run| disabled.contains(&run),
                 max_run: delivery.max_run(),
             };
             let (reg, lost) = Registry::restore(b, config.limits.clone(), now_ms, &log, alive)

@@ -821,6 +821,14 @@ impl Registry {
             if let Some(seq) = (log.seq)(run) {
                 p.next_seq = p.next_seq.max(seq + 1);
             }
+            // The log holds the run's watch_disabled but the checkpoint
+            // may predate it (a crash between the two writes): the user is
+            // told watching stopped and the completion is owed (PROC-5), so
+            // the run is restored that way (PROC-8: the log is ahead).
+            if (log.disabled)(run) {
+                p.watch_disabled = true;
+                p.notify_on_exit = true;
+            }
             // The rate-limit state is volatile (PROC-8): the checkpoint is
             // not rewritten for every dropped match, so what it holds may be
             // stale; a restart starts it afresh, the same way every time.
@@ -853,6 +861,10 @@ pub struct RecordedLog<'a> {
     pub completed: &'a dyn Fn(RunId) -> bool,
     /// The highest event sequence number the log holds for the run.
     pub seq: &'a dyn Fn(RunId) -> Option<u32>,
+    /// Whether the log holds the run's `watch_disabled` event (queued or
+    /// dead-lettered): its watching is off and its completion owed
+    /// (PROC-5), whatever an older checkpoint says.
+    pub disabled: &'a dyn Fn(RunId) -> bool,
     /// The highest run id the log knows (so restored run ids never repeat).
     pub max_run: Option<u64>,
 }
@@ -863,6 +875,7 @@ impl RecordedLog<'_> {
         RecordedLog {
             completed: &|_| false,
             seq: &|_| None,
+            disabled: &|_| false,
             max_run: None,
         }
     }

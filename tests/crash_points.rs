@@ -180,3 +180,32 @@ fn store_7_the_journal_loses_misroutes_or_duplicates_nothing_at_any_crash_point(
         bad[0]
     );
 }
+
+/// Crash runs that the 1,500-trace hunt once reported and that were the
+/// judge's or the oracle's mistakes, each with what it taught (kept so they
+/// stay fixed): a completion naming no run took the item of a run that
+/// named itself (a process id used again, a tail cut short or never
+/// checkpointed); a crashed step's output taking effect or not (PROC-5's
+/// strikes, the tail); the first word after a restart running on from a
+/// line the model cannot know; what queued behind a notice whose lane the
+/// crash may have taken. One was the gateway's: the delivery log held a
+/// `watch_disabled` whose promotion the checkpoint missed
+/// (`rules_process.rs`, `proc_8_a_log_holding_watch_disabled_…`).
+#[test]
+fn store_4_crash_runs_once_misjudged_pass() {
+    let config = config(Durability::Snapshots);
+    for (seed, point, image) in [
+        (84u64, 52usize, 168u64),
+        (80, 57, 160),
+        (133, 26, 266),
+        (171, 4, 342),
+        (126, 35, 252),
+        (74, 83, 148),
+        (665, 34, 1330),
+        (537, 100, 1074),
+    ] {
+        let t = trace::generate(0xC4A5 ^ seed, 24);
+        let v = check(&t, &config, SimFs::new(), point, image);
+        assert!(v.is_none(), "seed {seed}: {}", v.unwrap_or_default());
+    }
+}

@@ -575,6 +575,79 @@ proptest::proptest! {
     }
 }
 
+/// PROC-5 / PROC-8 regression, found by the crash points at 1,500 traces:
+/// the 3rd strike's `watch_disabled` reached the delivery log, the crash
+/// came before the checkpoint recorded the promotion, and the restored run
+/// watched on and ended without the completion it was told it owed.
+#[test]
+fn proc_8_a_log_holding_watch_disabled_restores_the_run_promoted() {
+    let a = topic("42", "alice");
+    let mut g = Gateway::new(snapshots());
+    // Not asked to notify on exit: only the promotion owes a completion.
+    let out = g.handle(
+        0,
+        Input::Spawn {
+            origin: a.clone(),
+            process_id: "p".into(),
+            command: "job".into(),
+            watch_patterns: vec!["MATCH".into()],
+            notify_on_exit: false,
+        },
+    );
+    let run = run_of(&out);
+    let output = |g: &mut Gateway, t: u64| {
+        g.handle(
+            t,
+            Input::Output {
+                run,
+                chunk: "MATCH\n".into(),
+            },
+        )
+    };
+    // Three windows, each with a drop: three strikes.
+    for w in 0..2u64 {
+        output(&mut g, w * 15_000);
+        output(&mut g, w * 15_000 + 1);
+    }
+    output(&mut g, 30_000);
+    let checkpoint_before = g.registry().encode();
+    output(&mut g, 30_001);
+    assert!(
+        g.delivery().watch_disabled_runs().contains(&run),
+        "the 3rd strike disables watching"
+    );
+    // The log holds the watch_disabled; the checkpoint predates it.
+    let (mut g2, _) = Gateway::recover(
+        snapshots(),
+        Some(&g.store().encode()),
+        Some(&checkpoint_before),
+        Some(&g.delivery().encode()),
+        40_000,
+        |_, _| true,
+    )
+    .expect("recovers");
+    let queued = g2.delivery().queued();
+    output(&mut g2, 60_000);
+    assert_eq!(
+        g2.delivery().queued(),
+        queued,
+        "watching stays disabled after the restart"
+    );
+    assert!(!g2.delivery().has_completion(run));
+    g2.handle(
+        60_001,
+        Input::Finished {
+            run,
+            completion: Completion::Exited { code: 0 },
+        },
+    );
+    // Queued behind the watch_disabled notice, which is still unanswered.
+    assert!(
+        g2.delivery().has_completion(run),
+        "the owed completion is emitted"
+    );
+}
+
 /// A snapshotting gateway: these checks read its whole-file `Persist`
 /// outputs (the journal's records are checked against them in
 /// `tests/delta.rs`).

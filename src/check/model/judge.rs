@@ -83,11 +83,42 @@ pub fn exercised(trace: &Trace) -> BTreeSet<&'static str> {
 
 /// [`judge`] for a crash-point run: the gateway crashed and recovered after
 /// each step in `crashes`; what those steps emitted may be missing.
+///
+/// A step the gateway crashed in either took effect or did not: its input
+/// was handed over, and the crash may have come before anything it changed
+/// was durable (STORE-4). For a process's output that is a real fork — a
+/// chunk that never reached the checkpoint or the log leaves no strike, no
+/// promotion and no tail behind — so a run that fits the world where the
+/// crashed steps' outputs were lost passes too. The first world's
+/// violations are the ones reported.
 pub fn judge_with(
     trace: &Trace,
     result: &TraceResult,
     crashes: &BTreeSet<usize>,
 ) -> Vec<Violation> {
+    let v = judge_world(trace, result, crashes);
+    if v.is_empty() {
+        return v;
+    }
+    let lost: Vec<usize> = crashes
+        .iter()
+        .copied()
+        .filter(|s| matches!(trace.ops.get(*s), Some(TraceOp::Output { .. })))
+        .collect();
+    if lost.is_empty() {
+        return v;
+    }
+    let mut without = trace.clone();
+    for s in lost {
+        without.ops[s] = TraceOp::Advance { ms: 0 };
+    }
+    if judge_world(&without, result, crashes).is_empty() {
+        return Vec::new();
+    }
+    v
+}
+
+fn judge_world(trace: &Trace, result: &TraceResult, crashes: &BTreeSet<usize>) -> Vec<Violation> {
     let pred = oracle::predict(trace, crashes);
     let mut j = Judge {
         trace,
@@ -307,11 +338,14 @@ impl<'a> Judge<'a> {
             }
         }
         // Pass 2: in order within (process, thread, kind), and run where
-        // the tokens name it — first with the predicted fate (delivered or
+        // the tokens name it. Those whose tokens name their run go first,
+        // so one that names nothing (a tail cut short or never
+        // checkpointed, a process id used again) cannot take another run's
+        // item; within each, first with the predicted fate (delivered or
         // dead-lettered), then with any.
-        for same_fate in [true, false] {
+        for (named, same_fate) in [(true, true), (true, false), (false, true), (false, false)] {
             for (i, ob) in obs.iter_mut().enumerate() {
-                if misrouted[i] || ob.paired.is_some() {
+                if misrouted[i] || ob.paired.is_some() || ob.run.is_some() != named {
                     continue;
                 }
                 if ob.o.kind == Kind::WatchMatch && ob.op.is_some() {
@@ -325,7 +359,10 @@ impl<'a> Judge<'a> {
                         && e.place == ob.o.destination
                         && (run_step.is_none() || e.run == run_step)
                         && (ob.dead || e.emitted <= ob.o.step)
-                        && (!same_fate || matches!(e.fate, Fate::DeadLettered { .. }) == ob.dead)
+                        // (a loose item's fate is anyone's guess)
+                        && (!same_fate
+                            || e.loose
+                            || matches!(e.fate, Fate::DeadLettered { .. }) == ob.dead)
                 };
                 // What must exist before what may be missing (crash runs).
                 let e = pred

@@ -271,6 +271,10 @@ pub struct RunInfo {
     suppressed: u64,
     /// Output kept for the completion (the last TAIL_CHARS characters).
     tail: String,
+    /// Restarted since its last output: the durable tail is only as fresh
+    /// as the last checkpoint (PROC-8), so the next chunk's first word may
+    /// run on from a line the model does not know.
+    restarted: bool,
     /// Tokens printed since the run's last restart (before a restart the
     /// tail is only as fresh as the last checkpoint: PROC-8).
     fresh: BTreeSet<String>,
@@ -493,6 +497,7 @@ pub fn predict(trace: &Trace, crashes: &BTreeSet<usize>) -> Prediction {
                     strikes: 0,
                     suppressed: 0,
                     tail: String::new(),
+                    restarted: false,
                     fresh: BTreeSet::new(),
                 });
             }
@@ -618,11 +623,13 @@ impl World {
         rest: Expected,
     ) -> usize {
         let index = self.p.items.len();
-        // Behind one whose timing a crash made uncertain: so is this one's.
-        let loose = self
-            .queues
-            .get(&place)
-            .is_some_and(|q| q.iter().any(|p| self.p.items[p.item].loose));
+        // Behind one whose timing a crash made uncertain, or whose very
+        // existence it did (its lane may be gone, so its attempts and
+        // backoff may never have held this one back): so is this one's.
+        let loose = self.queues.get(&place).is_some_and(|q| {
+            q.iter()
+                .any(|p| self.p.items[p.item].loose || self.p.items[p.item].optional)
+        });
         self.p.items.push(Expected {
             index,
             kind,
@@ -684,7 +691,9 @@ impl World {
         let now = self.now;
         let run = &mut self.p.runs[r];
         run.tokens.extend(token_words(text).map(str::to_owned));
-        run.fresh.extend(token_words(text).map(str::to_owned));
+        let skip = usize::from(std::mem::take(&mut run.restarted));
+        run.fresh
+            .extend(token_words(text).skip(skip).map(str::to_owned));
         run.controls |= text.chars().any(needs_escape);
         run.tail.push_str(text);
         let n = run.tail.chars().count();
@@ -839,6 +848,7 @@ impl World {
             run.strikes = 0;
             run.suppressed = 0;
             run.fresh.clear();
+            run.restarted = true;
             if !survive {
                 self.finish(step, r);
             }
