@@ -359,10 +359,7 @@ impl<'a> Judge<'a> {
                         && e.place == ob.o.destination
                         && (run_step.is_none() || e.run == run_step)
                         && (ob.dead || e.emitted <= ob.o.step)
-                        // (a loose item's fate is anyone's guess)
-                        && (!same_fate
-                            || e.loose
-                            || matches!(e.fate, Fate::DeadLettered { .. }) == ob.dead)
+                        && (!same_fate || matches!(e.fate, Fate::DeadLettered { .. }) == ob.dead)
                 };
                 // What must exist before what may be missing (crash runs).
                 let e = pred
