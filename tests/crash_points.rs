@@ -188,7 +188,8 @@ fn store_7_the_journal_loses_misroutes_or_duplicates_nothing_at_any_crash_point(
 /// checkpointed); a crashed step's output taking effect or not (PROC-5's
 /// strikes, the tail); the first word after a restart running on from a
 /// line the model cannot know; what queued behind a notice whose lane the
-/// crash may have taken. One was the gateway's: the delivery log held a
+/// crash may have taken; an optional notice taking the observation a
+/// required one needed. One was the gateway's: the delivery log held a
 /// `watch_disabled` whose promotion the checkpoint missed
 /// (`rules_process.rs`, `proc_8_a_log_holding_watch_disabled_…`).
 #[test]
@@ -203,6 +204,7 @@ fn store_4_crash_runs_once_misjudged_pass() {
         (74, 83, 148),
         (665, 34, 1330),
         (537, 100, 1074),
+        (782, 4, 1564),
     ] {
         let t = trace::generate(0xC4A5 ^ seed, 24);
         let v = check(&t, &config, SimFs::new(), point, image);

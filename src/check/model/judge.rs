@@ -341,9 +341,15 @@ impl<'a> Judge<'a> {
         // the tokens name it. Those whose tokens name their run go first,
         // so one that names nothing (a tail cut short or never
         // checkpointed, a process id used again) cannot take another run's
-        // item; within each, first with the predicted fate (delivered or
-        // dead-lettered), then with any.
-        for (named, same_fate) in [(true, true), (true, false), (false, true), (false, false)] {
+        // item; within each, what must exist before what may be missing
+        // (crash runs: an optional item must not take the observation a
+        // required one needs), and first with the predicted fate (delivered
+        // or dead-lettered), then with any.
+        let passes = [true, false].into_iter().flat_map(|named| {
+            [(true, false), (false, false), (true, true), (false, true)]
+                .map(|(same_fate, optional)| (named, same_fate, optional))
+        });
+        for (named, same_fate, optional) in passes {
             for (i, ob) in obs.iter_mut().enumerate() {
                 if misrouted[i] || ob.paired.is_some() || ob.run.is_some() != named {
                     continue;
@@ -361,13 +367,11 @@ impl<'a> Judge<'a> {
                         && (ob.dead || e.emitted <= ob.o.step)
                         && (!same_fate || matches!(e.fate, Fate::DeadLettered { .. }) == ob.dead)
                 };
-                // What must exist before what may be missing (crash runs).
                 let e = pred
                     .items
                     .iter()
                     .filter(fits)
-                    .find(|e| !e.optional)
-                    .or_else(|| pred.items.iter().find(fits));
+                    .find(|e| optional || !e.optional);
                 if let Some(e) = e {
                     taken[e.index] = true;
                     ob.paired = Some(e.index);

@@ -344,6 +344,10 @@ struct World {
     /// Crash-point runs: places whose lane may not exist (made only during
     /// steps the gateway crashed in).
     unsure: BTreeSet<Place>,
+    /// Crash-point runs: places where something was queued across a crash.
+    /// Its send may come at any later step, and whatever follows it in that
+    /// thread waits behind it: their timing is as loose as its.
+    loose_places: BTreeSet<Place>,
 }
 
 /// Words of a text that look like output tokens (`tok<digits>of<rest>`).
@@ -428,6 +432,7 @@ pub fn predict(trace: &Trace, crashes: &BTreeSet<usize>) -> Prediction {
         queues: BTreeMap::new(),
         delivered_per_place: BTreeMap::new(),
         unsure: BTreeSet::new(),
+        loose_places: BTreeSet::new(),
     };
     let mut foreground: Option<Place> = None;
     let mut token_count: BTreeMap<String, usize> = BTreeMap::new();
@@ -549,9 +554,12 @@ pub fn predict(trace: &Trace, crashes: &BTreeSet<usize>) -> Prediction {
             for e in &mut w.p.items[items_before..] {
                 e.optional = true;
             }
-            for q in w.queues.values() {
+            for (pl, q) in &w.queues {
                 for pend in q {
                     w.p.items[pend.item].loose = true;
+                }
+                if !q.is_empty() {
+                    w.loose_places.insert(pl.clone());
                 }
             }
             w.restart(step, true);
@@ -623,13 +631,15 @@ impl World {
         rest: Expected,
     ) -> usize {
         let index = self.p.items.len();
-        // Behind one whose timing a crash made uncertain, or whose very
-        // existence it did (its lane may be gone, so its attempts and
+        // Behind one whose timing a crash made uncertain (in the model's
+        // queue, or maybe still in the gateway's: `loose_places`), or whose
+        // very existence it did (its lane may be gone, so its attempts and
         // backoff may never have held this one back): so is this one's.
-        let loose = self.queues.get(&place).is_some_and(|q| {
-            q.iter()
-                .any(|p| self.p.items[p.item].loose || self.p.items[p.item].optional)
-        });
+        let loose = self.loose_places.contains(&place)
+            || self.queues.get(&place).is_some_and(|q| {
+                q.iter()
+                    .any(|p| self.p.items[p.item].loose || self.p.items[p.item].optional)
+            });
         self.p.items.push(Expected {
             index,
             kind,
