@@ -248,7 +248,7 @@ struct BodyRef<'a> {
     running: Vec<(RunId, &'a Proc)>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 /// The background processes' state machine: runs, watch rate limits, the
 /// global breaker; events out, no I/O (PROC-1..PROC-9).
 pub struct Registry {
@@ -274,6 +274,28 @@ pub struct Registry {
 }
 
 type RunHasher = foldhash::fast::FixedState;
+
+/// Runs (and untaken changes) in run order: a debug view, and
+/// exploration's state fingerprint, which hashes it, must not depend on
+/// the tables' insertion history.
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let changes = self.changes.as_ref().map(|c| {
+            let set: std::collections::BTreeMap<&RunId, &Change> = c.set.iter().collect();
+            (c.full, set)
+        });
+        f.debug_struct("Registry")
+            .field("limits", &self.limits)
+            .field("next_run", &self.next_run)
+            .field("running", &self.sorted())
+            .field("breaker", &self.breaker)
+            .field("fault", &self.fault)
+            .field("global_tail", &self.global_tail)
+            .field("changes", &changes)
+            .field("taken_next_run", &self.taken_next_run)
+            .finish()
+    }
+}
 
 /// How a run changed since the last take.
 #[derive(Debug, Clone, PartialEq, Eq)]
