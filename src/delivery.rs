@@ -678,6 +678,10 @@ impl DeliveryEngine {
 
     /// Notifications that are due for an idle thread and not in flight:
     /// zero after every handled input (DELIVER-1).
+    ///
+    /// Deliberately a scan of every queue, not a read of the due index
+    /// that `poll` takes from: the property tests call it after every
+    /// input, so it checks that index against the queues.
     pub fn due_for_idle(&self, now_ms: u64) -> usize {
         self.queues
             .iter()
@@ -688,15 +692,9 @@ impl DeliveryEngine {
     }
 
     /// The earliest time something may become sendable, for the driver's
-    /// sleep.
+    /// sleep: the first entry of the due index `poll` takes from.
     pub fn next_due(&self) -> Option<u64> {
-        self.queues
-            .iter()
-            .filter(|(d, _)| !self.busy.contains(*d))
-            .filter_map(|(_, q)| q.front())
-            .filter(|h| !h.in_flight)
-            .map(|h| h.not_before_ms)
-            .min()
+        self.due.first().map(|(t, _)| *t)
     }
 
     /// The file image (DELIVER-6). In-flight sends are recorded as pending:

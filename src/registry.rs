@@ -535,7 +535,12 @@ impl Registry {
         self.next_run
     }
 
-    /// The running runs and what started each.
+    /// The running runs and what started each, in run-id order.
+    ///
+    /// Cost: the runs live in a hash table (the hot path looks one up per
+    /// output), so this collects and sorts them, O(n log n) per call.
+    /// Call it once per view, not in a loop; [`Registry::running_count`]
+    /// is O(1).
     pub fn running(&self) -> impl Iterator<Item = (RunId, &SpawnRequest)> {
         self.sorted().into_iter().map(|(r, p)| (r, &p.req))
     }
@@ -638,16 +643,28 @@ impl Registry {
         let f = self.fault;
         let p = self
             .running
-            .get_mut(&run)
+            .get(&run)
             .ok_or(RegistryError::NotRunning(run))?;
-        let matched_any = !p.req.watch_patterns.is_empty()
-            && !p.watch_disabled
-            && chunk.lines().any(|line| {
-                p.req
+        // One scan of the chunk (PROC-3): the matching lines, and the
+        // first pattern (in the spawn's order) that the first of them holds.
+        let watching = !p.req.watch_patterns.is_empty() && !p.watch_disabled;
+        let mut matched: Vec<&str> = Vec::new();
+        let mut pattern: Option<String> = None;
+        if watching {
+            for line in chunk.lines() {
+                if let Some(pat) = p
+                    .req
                     .watch_patterns
                     .iter()
-                    .any(|pat| line.contains(pat.as_str()))
-            });
+                    .find(|pat| line.contains(pat.as_str()))
+                {
+                    matched.push(line.trim_end());
+                    pattern.get_or_insert_with(|| pat.clone());
+                }
+            }
+        }
+        let matched_any = pattern.is_some();
+        let p = self.running.get_mut(&run).expect("looked up above");
         if fault_on!(f, TailFromStart) {
             let room = limits.tail_max_chars.saturating_sub(p.tail.chars().count());
             let appended: String = chunk.chars().take(room).collect();
@@ -660,22 +677,6 @@ impl Registry {
         let p = self.running.get_mut(&run).expect("looked up above");
         if fault_on!(f, GlobalTail) {
             push_tail(&mut self.global_tail, chunk, limits.tail_max_chars);
-        }
-        if p.req.watch_patterns.is_empty() || p.watch_disabled {
-            return Ok(Vec::new());
-        }
-        let mut matched: Vec<&str> = Vec::new();
-        let mut pattern: Option<String> = None;
-        for line in chunk.lines() {
-            if let Some(pat) = p
-                .req
-                .watch_patterns
-                .iter()
-                .find(|pat| line.contains(pat.as_str()))
-            {
-                matched.push(line.trim_end());
-                pattern.get_or_insert_with(|| pat.clone());
-            }
         }
         let Some(pattern) = pattern else {
             return Ok(Vec::new());

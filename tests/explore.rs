@@ -107,6 +107,83 @@ fn every_declared_scope_passes_at_depth_3() {
     assert!(Scope::named("nonsense").is_none());
 }
 
+/// The counting scopes offer only what they declare: every trace the
+/// storm sends has at most two clock steps, each watch spawn followed at
+/// once by its process's one line of output, and nothing else of a turn,
+/// an outage or an ending; the strikes scope has no turns, outages or
+/// kills. (Their bugs are in `tests/faults.rs`.)
+#[test]
+fn the_counting_scopes_offer_only_what_they_declare() {
+    use procroute::check::conform::constraint::Constraints;
+    use procroute::check::conform::trace::TraceOp;
+    use procroute::check::explore::enumerate;
+    use std::collections::BTreeMap;
+    let bodies = |name: &str, depth: usize| {
+        let scope = Scope {
+            depth,
+            ..Scope::named(name).expect("declared")
+        };
+        let suffix = procroute::check::conform::trace::quiescence(scope.threads.len()).len();
+        let mut all = Vec::new();
+        enumerate(&scope, &Constraints::default(), None, |level| {
+            for c in level {
+                let ops = &c.trace.ops;
+                all.push(ops[..ops.len() - suffix].to_vec());
+            }
+            true
+        });
+        all
+    };
+    let storm = bodies("storm", 9);
+    assert!(storm.len() > 100, "{} traces", storm.len());
+    for ops in &storm {
+        let steps = ops
+            .iter()
+            .filter(|o| matches!(o, TraceOp::Advance { .. }))
+            .count();
+        assert!(steps <= 2, "{ops:?}");
+        let mut outputs: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, op) in ops.iter().enumerate() {
+            match op {
+                TraceOp::Spawn { process, watch, .. } => {
+                    assert!(!watch.is_empty(), "{ops:?}");
+                    if let Some(next) = ops.get(i + 1) {
+                        assert!(
+                            matches!(next, TraceOp::Output { process: p, .. } if p == process),
+                            "{ops:?}"
+                        );
+                    }
+                }
+                TraceOp::Output { process, .. } => *outputs.entry(process).or_default() += 1,
+                TraceOp::Advance { .. } => {}
+                other => panic!("the storm offered {other:?}"),
+            }
+        }
+        assert!(outputs.values().all(|&n| n == 1), "{ops:?}");
+    }
+    // Nine ops reach four processes, each with its line.
+    assert!(storm.iter().any(|ops| ops.len() == 9
+        && ops
+            .iter()
+            .filter(|o| matches!(o, TraceOp::Output { .. }))
+            .count()
+            == 4));
+    for ops in bodies("strikes", 5) {
+        for op in &ops {
+            assert!(
+                matches!(
+                    op,
+                    TraceOp::Spawn { .. }
+                        | TraceOp::Output { .. }
+                        | TraceOp::Exit { .. }
+                        | TraceOp::Advance { .. }
+                ),
+                "the strikes scope offered {op:?}"
+            );
+        }
+    }
+}
+
 // ------------------------------------------------- over the protocol
 
 mod over {

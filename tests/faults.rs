@@ -286,3 +286,51 @@ fn exploration_finds_every_historical_fault_no_longer_than_the_stored_one() {
         );
     }
 }
+
+/// The counting rules' scopes (issue 21): a bug that needs a count to
+/// reach one of SPEC's thresholds (the 3rd strike, the breaker's 16th
+/// event, a head's 6th failed attempt) is beyond the structural scopes'
+/// depth; the `strikes`, `storm` and `retries` scopes offer few kinds of
+/// ops, so they reach those counts breadth first. Each of these bank bugs
+/// is found there, no longer than the bank's shrunk counterexample
+/// (TESTING.md), and the counterexample passes without the fault.
+#[test]
+fn the_counting_scopes_find_the_threshold_bugs() {
+    use procroute::check::explore::{explore, Scope};
+    for (fault, scope, shortest, rule) in [
+        (Fault::NoPromotion, "strikes", 10, "PROC-5"),
+        (Fault::BreakerSixteen, "storm", 32, "PROC-6"),
+        (Fault::BreakerNoPause, "storm", 35, "PROC-6"),
+        // A failing head that does not block its thread lets the second
+        // notification use up its attempts behind the first: it is
+        // dead-lettered while the model still has attempts left for it.
+        // Over the protocol attempts are not visible, only that result.
+        (Fault::RetryNotBlocking, "retries", 30, "DELIVER-4"),
+    ] {
+        let scope = Scope::named(scope).expect("declared");
+        let s = explore(&scope, &with(fault), None);
+        let (trace, violations) = s
+            .counterexample
+            .unwrap_or_else(|| panic!("{fault:?}: not found in scope {}", scope.describe()));
+        let body = trace.ops.len()
+            - procroute::check::conform::trace::quiescence(trace.threads.len()).len();
+        assert!(
+            body <= shortest,
+            "{fault:?}: {body} ops, the bank's has {shortest}"
+        );
+        assert_eq!(
+            violations[0].rule.as_str(),
+            rule,
+            "{fault:?}: {violations:?}"
+        );
+        let clean = execute(&trace).expect("runs");
+        assert!(
+            judge(&trace, &clean).is_empty(),
+            "{fault:?}: the clean router fails it too"
+        );
+        println!(
+            "{fault:?} in {}: {body} ops, {} states explored, {}",
+            scope.name, s.explored, violations[0].rule
+        );
+    }
+}

@@ -106,7 +106,11 @@ enum Command {
         /// The declared scope: `default` (threads of one chat, restarts,
         /// outages, shutdown), `data` (two users of a topic, ids with `:`
         /// differing in case, bursts of output), `limits` (SPEC's numbers:
-        /// both sides of the cooldown, strikes, the retry schedule).
+        /// both sides of the cooldown, strikes, the retry schedule); the
+        /// counting scopes, few kinds of ops to reach SPEC's thresholds:
+        /// `strikes` (three strikes and a promotion), `retries` (a head's
+        /// six failed attempts, a second notification behind it), `storm`
+        /// (17 processes, the breaker's window and pause).
         #[arg(long, default_value = "default", value_parser = clap::builder::PossibleValuesParser::new(procroute::check::explore::Scope::NAMES))]
         scope: String,
         /// Operations per trace, before the quiescence suffix (default:

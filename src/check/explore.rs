@@ -95,17 +95,39 @@ pub struct Scope {
     pub symmetric: Vec<Vec<usize>>,
     /// Process ids `p1..=pN`; an id that ended may be spawned again.
     pub processes: usize,
-    /// Spawn variants: notify on exit, and watch for `MATCH` without notify.
+    /// Spawn variant: notify on exit.
+    pub notify: bool,
+    /// Spawn variant: watch for `MATCH` without notify.
     pub watch: bool,
     /// Spawn variant: neither watch nor notify (a dev server nobody asked
     /// to hear from: INV-7 says it never notifies).
     pub plain: bool,
     /// Output chunks offered to every running process.
     pub chunks: Vec<Chunk>,
+    /// A spawn with a watch prints its first chunk at once: the op after
+    /// it is that chunk's output and nothing else. A storm (PROC-6) needs
+    /// 16 processes that each print once; this halves its branching
+    /// without losing a state that matters to the breaker.
+    pub output_at_spawn: bool,
+    /// Outputs per trace, at most, from a process that already printed in
+    /// its run (cooldown drops and strikes, PROC-4/5).
+    pub later_outputs: usize,
     /// Agents' reads (PROC-10).
     pub reads: bool,
+    /// Users' messages (a foreground thread, INV-6).
+    pub messages: bool,
+    /// Agents' turns (DELIVER-1/2).
+    pub turns: bool,
+    /// Adapter down/up (DELIVER-4/5).
+    pub adapter: bool,
+    /// Exits of running processes.
+    pub exits: bool,
+    /// Kills of running processes.
+    pub kills: bool,
     /// Clock steps offered at every state.
     pub advances: Vec<u64>,
+    /// Clock steps per trace, at most.
+    pub clock_steps: usize,
     /// Restarts per trace, at most.
     pub restarts: usize,
     /// Shutdowns per trace, at most.
@@ -140,11 +162,20 @@ impl Default for Scope {
             ],
             symmetric: vec![vec![0, 1]],
             processes: 2,
+            notify: true,
             watch: true,
             plain: true,
             chunks: vec![Chunk::Line],
+            output_at_spawn: false,
+            later_outputs: usize::MAX,
             reads: false,
+            messages: true,
+            turns: true,
+            adapter: true,
+            exits: true,
+            kills: true,
             advances: vec![1_000, 16_000, 61_000],
+            clock_steps: usize::MAX,
             restarts: 1,
             shutdowns: 1,
             depth: 5,
@@ -153,11 +184,13 @@ impl Default for Scope {
 }
 
 impl Scope {
-    /// The declared scopes, by name (`default`, `data`, `limits`).
-    pub const NAMES: [&'static str; 3] = ["default", "data", "limits"];
+    /// The declared scopes, by name, structural first, then counting.
+    pub const NAMES: [&'static str; 6] =
+        ["default", "data", "limits", "strikes", "retries", "storm"];
 
     /// A declared scope by name.
     ///
+    /// Structural scopes (many kinds of ops, shallow):
     /// - `default`: the structure of routing (threads of one chat,
     ///   restarts, outages, shutdown), [`Scope::default`].
     /// - `data`: what ids and output hold — two users of one topic (one
@@ -169,6 +202,23 @@ impl Scope {
     ///   at both sides of the 15 s cooldown (14,999 and 15,000 ms) and one
     ///   past every retry's backoff (61 s), adapter down/up; depth 8 (two
     ///   strikes, six failed attempts).
+    ///
+    /// Counting scopes: the small-scope hypothesis does not hold for a
+    /// rule with a threshold (a bug at the 3rd strike needs three strikes),
+    /// so each offers only the few kinds of ops its rules count, and
+    /// breadth first reaches one past the threshold:
+    /// - `strikes` (PROC-4, PROC-5): one topic, one process id watching,
+    ///   output, exit, clock steps at both sides of the cooldown; depth 11
+    ///   (three strike windows and the exit the promotion owes).
+    /// - `retries` (DELIVER-4, DELIVER-5): one topic, two process ids
+    ///   with notify-on-exit, exit, turns, adapter down/up, a clock step
+    ///   past every backoff; depth 11 (a head's six failed attempts with a
+    ///   second notification behind it).
+    /// - `storm` (PROC-6): one topic, 17 process ids watching, each
+    ///   printing one matching line as it starts, at most two clock steps
+    ///   of 9,999, 10,000 or 20,000 ms (both sides of the breaker's window;
+    ///   10 + 20 s ends its pause); depth 35 (16 events in one window and
+    ///   one more after it).
     pub fn named(name: &str) -> Option<Scope> {
         let matrix = |room: &str, user: &str| RawOrigin {
             platform: "matrix".into(),
@@ -178,6 +228,7 @@ impl Scope {
             user_id: Some(user.into()),
             user_name: None,
         };
+        let topic = telegram("group", "-1001", Some("1"), "42");
         match name {
             "default" => Some(Scope::default()),
             "data" => Some(Scope {
@@ -198,7 +249,7 @@ impl Scope {
             }),
             "limits" => Some(Scope {
                 name: "limits",
-                threads: vec![telegram("group", "-1001", Some("1"), "42")],
+                threads: vec![topic.clone()],
                 symmetric: Vec::new(),
                 advances: vec![14_999, 15_000, 61_000],
                 processes: 1,
@@ -208,29 +259,125 @@ impl Scope {
                 depth: 8,
                 ..Scope::default()
             }),
+            "strikes" => Some(Scope {
+                name: "strikes",
+                threads: vec![topic.clone()],
+                symmetric: Vec::new(),
+                processes: 1,
+                notify: false,
+                plain: false,
+                messages: false,
+                turns: false,
+                adapter: false,
+                kills: false,
+                advances: vec![14_999, 15_000],
+                restarts: 0,
+                shutdowns: 0,
+                depth: 11,
+                ..Scope::default()
+            }),
+            "retries" => Some(Scope {
+                name: "retries",
+                threads: vec![topic.clone()],
+                symmetric: Vec::new(),
+                processes: 2,
+                messages: false,
+
+                watch: false,
+                plain: false,
+                chunks: Vec::new(),
+                kills: false,
+                advances: vec![61_000],
+                restarts: 0,
+                shutdowns: 0,
+                depth: 11,
+                ..Scope::default()
+            }),
+            "storm" => Some(Scope {
+                name: "storm",
+                threads: vec![topic],
+                symmetric: Vec::new(),
+                processes: 17,
+                notify: false,
+                plain: false,
+                output_at_spawn: true,
+                later_outputs: 0,
+                messages: false,
+                turns: false,
+                adapter: false,
+                exits: false,
+                kills: false,
+                advances: vec![9_999, 10_000, 20_000],
+                clock_steps: 2,
+                restarts: 0,
+                shutdowns: 0,
+                depth: 35,
+                ..Scope::default()
+            }),
             _ => None,
         }
     }
 
     /// One line for a report: what the scope holds.
     pub fn describe(&self) -> String {
-        format!(
-            "scope {}: {} threads{}, {} process ids, spawns {}notify-on-exit{}, {:?} output, adapter down/up, {} restart, {} shutdown, advances {:?} ms{}, to depth {}",
-            self.name,
+        let mut spawns = Vec::new();
+        if self.notify {
+            spawns.push("notify-on-exit");
+        }
+        if self.watch {
+            spawns.push(if self.output_at_spawn {
+                "a watch (printing at once)"
+            } else {
+                "a watch"
+            });
+        }
+        if self.plain {
+            spawns.push("neither");
+        }
+        let mut parts = vec![format!(
+            "{} threads{}",
             self.threads.len(),
             match self.symmetric.iter().map(Vec::len).sum::<usize>() {
                 0 => String::new(),
                 n => format!(" ({n} interchangeable)"),
-            },
-            self.processes,
-            if self.watch { "with a watch, " } else { "" },
-            if self.plain { ", neither" } else { "" },
-            self.chunks,
-            self.restarts,
-            self.shutdowns,
-            self.advances,
-            if self.reads { ", reads" } else { "" },
-            self.depth,
+            }
+        )];
+        parts.push(format!("{} process ids", self.processes));
+        parts.push(format!("spawns with {}", spawns.join(" or ")));
+        parts.push(match self.later_outputs {
+            usize::MAX => format!("{:?} output", self.chunks),
+            n => format!(
+                "{:?} output ({n} more per trace after a run's first)",
+                self.chunks
+            ),
+        });
+        let mut flags = Vec::new();
+        for (on, what) in [
+            (self.exits, "exit"),
+            (self.kills, "kill"),
+            (self.messages, "messages"),
+            (self.turns, "turns"),
+            (self.adapter, "adapter down/up"),
+            (self.reads, "reads"),
+        ] {
+            if on {
+                flags.push(what);
+            }
+        }
+        if !flags.is_empty() {
+            parts.push(flags.join(", "));
+        }
+        parts.push(format!("{} restart", self.restarts));
+        parts.push(format!("{} shutdown", self.shutdowns));
+        parts.push(match self.clock_steps {
+            usize::MAX => format!("advances {:?} ms", self.advances),
+            n => format!("advances {:?} ms ({n} per trace)", self.advances),
+        });
+        format!(
+            "scope {}: {}, to depth {}",
+            self.name,
+            parts.join(", "),
+            self.depth
         )
     }
 }
@@ -267,6 +414,12 @@ struct Shape {
     restarts: usize,
     shutdowns: usize,
     outputs: usize,
+    /// Running processes that printed in their current run.
+    printed: BTreeSet<String>,
+    /// Outputs from a process that had already printed in its run.
+    later: usize,
+    /// Clock steps so far.
+    steps: usize,
     /// Reads so far: the process and whether it had ended. A read changes
     /// nothing in the reference (PROC-10), so without this a prefix with a
     /// read would always be a duplicate and reads would never be explored.
@@ -297,11 +450,19 @@ fn shape(ops: &[TraceOp]) -> Shape {
                     s.spawned += 1;
                 }
                 s.running.insert(process.clone());
+                s.printed.remove(process);
             }
-            TraceOp::Output { .. } => s.outputs += 1,
+            TraceOp::Output { process, .. } => {
+                s.outputs += 1;
+                if !s.printed.insert(process.clone()) {
+                    s.later += 1;
+                }
+            }
+            TraceOp::Advance { .. } => s.steps += 1,
             TraceOp::Exit { process, .. } | TraceOp::Kill { process }
                 if s.running.remove(process) =>
             {
+                s.printed.remove(process);
                 s.endings
                     .push((process.clone(), matches!(op, TraceOp::Kill { .. })));
             }
@@ -311,6 +472,7 @@ fn shape(ops: &[TraceOp]) -> Shape {
                 s.busy.clear();
                 if !survive {
                     s.running.clear();
+                    s.printed.clear();
                 }
             }
             TraceOp::Shutdown => s.shutdowns += 1,
@@ -327,6 +489,17 @@ fn shape(ops: &[TraceOp]) -> Shape {
 /// Every op the scope offers after `ops` (symmetry-reduced).
 fn actions(scope: &Scope, ops: &[TraceOp]) -> Vec<TraceOp> {
     let s = shape(ops);
+    if scope.output_at_spawn {
+        if let Some(TraceOp::Spawn { process, watch, .. }) = ops.last() {
+            if !watch.is_empty() {
+                let chunk = scope.chunks.first().copied().unwrap_or(Chunk::Line);
+                return vec![TraceOp::Output {
+                    process: process.clone(),
+                    text: chunk.text(s.outputs + 1, process),
+                }];
+            }
+        }
+    }
     let threads: Vec<usize> = (0..scope.threads.len())
         .filter(|t| match scope.symmetric.iter().find(|g| g.contains(t)) {
             None => true,
@@ -335,12 +508,16 @@ fn actions(scope: &Scope, ops: &[TraceOp]) -> Vec<TraceOp> {
         .collect();
     let mut out = Vec::new();
     for &t in &threads {
-        out.push(TraceOp::Message { thread: t });
-        out.push(if s.busy.contains(&t) {
-            TraceOp::TurnEnd { thread: t }
-        } else {
-            TraceOp::TurnStart { thread: t }
-        });
+        if scope.messages {
+            out.push(TraceOp::Message { thread: t });
+        }
+        if scope.turns {
+            out.push(if s.busy.contains(&t) {
+                TraceOp::TurnEnd { thread: t }
+            } else {
+                TraceOp::TurnStart { thread: t }
+            });
+        }
     }
     // The next fresh id, and every ended one again (a second run of an id:
     // the dedup-by-process-id bug needs one).
@@ -353,12 +530,14 @@ fn actions(scope: &Scope, ops: &[TraceOp]) -> Vec<TraceOp> {
     }
     for process in ids {
         for &t in &threads {
-            out.push(TraceOp::Spawn {
-                thread: t,
-                process: process.clone(),
-                watch: Vec::new(),
-                notify: true,
-            });
+            if scope.notify {
+                out.push(TraceOp::Spawn {
+                    thread: t,
+                    process: process.clone(),
+                    watch: Vec::new(),
+                    notify: true,
+                });
+            }
             if scope.watch {
                 out.push(TraceOp::Spawn {
                     thread: t,
@@ -378,17 +557,23 @@ fn actions(scope: &Scope, ops: &[TraceOp]) -> Vec<TraceOp> {
         }
     }
     for p in &s.running {
-        for chunk in &scope.chunks {
-            out.push(TraceOp::Output {
+        if !s.printed.contains(p) || s.later < scope.later_outputs {
+            for chunk in &scope.chunks {
+                out.push(TraceOp::Output {
+                    process: p.clone(),
+                    text: chunk.text(s.outputs + 1, p),
+                });
+            }
+        }
+        if scope.exits {
+            out.push(TraceOp::Exit {
                 process: p.clone(),
-                text: chunk.text(s.outputs + 1, p),
+                code: 0,
             });
         }
-        out.push(TraceOp::Exit {
-            process: p.clone(),
-            code: 0,
-        });
-        out.push(TraceOp::Kill { process: p.clone() });
+        if scope.kills {
+            out.push(TraceOp::Kill { process: p.clone() });
+        }
     }
     if scope.reads {
         for i in 1..=s.spawned {
@@ -400,7 +585,9 @@ fn actions(scope: &Scope, ops: &[TraceOp]) -> Vec<TraceOp> {
             }
         }
     }
-    out.push(TraceOp::Adapter { up: s.down });
+    if scope.adapter {
+        out.push(TraceOp::Adapter { up: s.down });
+    }
     if s.restarts < scope.restarts {
         out.push(TraceOp::Restart { survive: true });
         out.push(TraceOp::Restart { survive: false });
@@ -408,7 +595,11 @@ fn actions(scope: &Scope, ops: &[TraceOp]) -> Vec<TraceOp> {
     if s.shutdowns < scope.shutdowns {
         out.push(TraceOp::Shutdown);
     }
-    for &ms in &scope.advances {
+    for &ms in scope
+        .advances
+        .iter()
+        .filter(|_| s.steps < scope.clock_steps)
+    {
         out.push(TraceOp::Advance { ms });
     }
     out
@@ -444,6 +635,14 @@ fn state(scope: &Scope, config: &Config, ops: &[TraceOp]) -> Option<u64> {
     s.running.hash(&mut h);
     s.reads.hash(&mut h);
     s.endings.hash(&mut h);
+    // What is left of the scope's budgets decides the futures too (only
+    // where a budget is declared: elsewhere it would split equal states).
+    if scope.later_outputs != usize::MAX {
+        (s.later, &s.printed).hash(&mut h);
+    }
+    if scope.clock_steps != usize::MAX {
+        s.steps.hash(&mut h);
+    }
     Some(h.finish())
 }
 
