@@ -156,14 +156,34 @@ impl BatchWriter {
 
     /// The batch's bytes, closed by the commit frame of batch `number`.
     pub fn finish(mut self, number: u64) -> Vec<u8> {
+        self.commit(number);
+        self.buf
+    }
+
+    /// Closes the batch with the commit frame of batch `number` and lends
+    /// its bytes; [`BatchWriter::clear`] then starts the next one in the
+    /// same buffer (a writer that appends every group commit reuses it
+    /// instead of growing a fresh one each time).
+    pub fn commit(&mut self, number: u64) -> &[u8] {
         push_frame(
             &mut self.buf,
             COMMIT,
             &[&number.to_le_bytes(), &self.count.to_le_bytes()],
         );
-        self.buf
+        &self.buf
+    }
+
+    /// Empties the batch, keeping its buffer up to [`KEPT_BUFFER_BYTES`]
+    /// (a rare huge batch does not pin its memory).
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.buf.shrink_to(KEPT_BUFFER_BYTES);
+        self.count = 0;
     }
 }
+
+/// The buffer a [`BatchWriter`] keeps between batches, at most.
+pub const KEPT_BUFFER_BYTES: usize = 4 << 20;
 
 /// How a journal ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

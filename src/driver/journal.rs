@@ -96,6 +96,9 @@ pub struct JournalFiles<F: FileSystem = RealFs> {
     base_bytes: u64,
     limits: JournalLimits,
     stats: JournalStats,
+    /// The group commit being built, its buffer reused from one to the
+    /// next.
+    batch: journal::BatchWriter,
 }
 
 fn problem(path: &Path, problem: FileProblem) -> PersistError {
@@ -173,6 +176,7 @@ impl<F: FileSystem> JournalFiles<F> {
             base_bytes: 0,
             limits,
             stats: JournalStats::default(),
+            batch: journal::BatchWriter::new(),
         };
         let mut image = Image::empty(registry, delivery);
         let base_path = j.base_path();
@@ -304,9 +308,10 @@ impl<F: FileSystem> JournalFiles<F> {
             return Ok(());
         }
         let path = self.journal_path();
-        let mut batch = journal::BatchWriter::new();
+        self.batch.clear();
         for r in records {
-            let added = batch
+            let added = self
+                .batch
                 .record(|out| serde_json::to_writer(out, r))
                 .expect("in-memory JSON encoding cannot fail");
             if let Err(len) = added {
@@ -319,8 +324,9 @@ impl<F: FileSystem> JournalFiles<F> {
                 ));
             }
         }
-        let bytes = batch.finish(self.next_batch);
-        let len = self.journal_bytes + bytes.len() as u64;
+        let bytes = self.batch.commit(self.next_batch);
+        let added = bytes.len() as u64;
+        let len = self.journal_bytes + added;
         if len > MAX_FILE_BYTES {
             // Bounded: the driver compacts before this (wants_compaction).
             return Err(problem(
@@ -331,15 +337,18 @@ impl<F: FileSystem> JournalFiles<F> {
                 },
             ));
         }
-        self.fs
-            .append(&path, &bytes)
+        if let Err(e) = self
+            .fs
+            .append(&path, bytes)
             .and_then(|()| self.fs.sync_file(&path))
-            .map_err(|e| self.io(&path, e))?;
+        {
+            return Err(self.io(&path, e));
+        }
         self.next_batch += 1;
         self.journal_bytes = len;
         self.stats.commits += 1;
         self.stats.fsyncs += 1;
-        self.stats.appended_bytes += bytes.len() as u64;
+        self.stats.appended_bytes += added;
         Ok(())
     }
 
