@@ -9,7 +9,7 @@
 //! `CRASH_TRACES=N` runs N traces (default 60); the long run is
 //! `CRASH_TRACES=2000 cargo test --release --test crash_points`.
 
-use procroute::check::conform::trace::{self, CrashRun, Trace, TraceOp};
+use procroute::check::conform::trace::{self, CrashRun, Trace};
 use procroute::check::simfs::SimFs;
 use procroute::delta::Durability;
 use procroute::gateway::Config;
@@ -21,56 +21,21 @@ fn traces() -> usize {
         .unwrap_or(60)
 }
 
-/// The trace the model must judge: a spawn that was never acknowledged (its
-/// checkpoint write crashed, so no run id reached the caller and no process
-/// was started) did not happen, nor did what mentions its process until the
-/// next acknowledged spawn of that id. Each is replaced by an idle tick
-/// (`advance 0`; the spawn by a message, which may have made its lane), so
-/// steps keep their numbers.
-fn as_happened(t: &Trace, spawned: &std::collections::BTreeSet<usize>) -> Trace {
-    let mut ops = Vec::new();
-    let mut gone: std::collections::BTreeSet<String> = Default::default();
-    for (i, op) in t.ops.iter().enumerate() {
-        match op {
-            TraceOp::Spawn {
-                process, thread, ..
-            } if !spawned.contains(&i) => {
-                // Its lane may have been made before the crash: the model
-                // treats a lane made in a crashed step as uncertain.
-                gone.insert(process.clone());
-                ops.push(TraceOp::Message { thread: *thread });
-            }
-            TraceOp::Spawn { process, .. } => {
-                gone.remove(process);
-                ops.push(op.clone());
-            }
-            TraceOp::Output { process, .. }
-            | TraceOp::Exit { process, .. }
-            | TraceOp::Kill { process }
-                if gone.contains(process) =>
-            {
-                ops.push(TraceOp::Advance { ms: 0 })
-            }
-            _ => ops.push(op.clone()),
-        }
-    }
-    Trace {
-        threads: t.threads.clone(),
-        ops,
-    }
-}
-
 /// Runs one crash point; returns the violations, if any, as text.
 fn check(t: &Trace, config: &Config, fs: SimFs, point: usize, image: u64) -> Option<String> {
     let run: CrashRun = match trace::execute_crashing(t, config.clone(), fs, point, image) {
         Ok(r) => r,
         Err(e) => return Some(format!("crash point {point}, image {image}: {e}")),
     };
+    use procroute::check::model::judge::{as_happened, judge_crashed, Crash};
     let judged = as_happened(t, &run.spawned);
     // The gateway crashed during that step and recovered with its
-    // processes alive: the one judge, told where.
-    let crashes: std::collections::BTreeSet<usize> = run.crashed_at.into_iter().collect();
-    let v = procroute::check::model::judge::judge_with(&judged, &run.result, &crashes);
+    // processes alive: the one judge, told where and what was acknowledged.
+    let crash = run.crashed_at.map(|step| Crash {
+        step,
+        spawned: &run.spawned,
+    });
+    let v = judge_crashed(t, &run.result, crash);
     (!v.is_empty()).then(|| {
         format!(
             "crash point {point} (step {:?}: {:?}), image {image}: {v:?}\n{}",

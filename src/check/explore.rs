@@ -106,8 +106,10 @@ pub struct Scope {
     pub chunks: Vec<Chunk>,
     /// A spawn with a watch prints its first chunk at once: the op after
     /// it is that chunk's output and nothing else. A storm (PROC-6) needs
-    /// 16 processes that each print once; this halves its branching
-    /// without losing a state that matters to the breaker.
+    /// 16 processes that each print once; the breaker counts chunks by
+    /// their time, not their process's start, so this halves the storm's
+    /// branching and loses no breaker state (it does lose a process that
+    /// starts and stays silent across a clock step).
     pub output_at_spawn: bool,
     /// Outputs per trace, at most, from a process that already printed in
     /// its run (cooldown drops and strikes, PROC-4/5).
@@ -282,7 +284,6 @@ impl Scope {
                 symmetric: Vec::new(),
                 processes: 2,
                 messages: false,
-
                 watch: false,
                 plain: false,
                 chunks: Vec::new(),

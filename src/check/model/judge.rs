@@ -73,7 +73,7 @@ pub const JUDGED: &[&str] = &[
 
 /// Judges `result` for `trace`.
 pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
-    judge_with(trace, result, &BTreeSet::new())
+    judge_world(trace, result, &BTreeSet::new())
 }
 
 /// The rules `trace` exercises, from the model's view alone.
@@ -81,41 +81,90 @@ pub fn exercised(trace: &Trace) -> BTreeSet<&'static str> {
     oracle::predict(trace, &BTreeSet::new()).exercised
 }
 
-/// [`judge`] for a crash-point run: the gateway crashed and recovered after
-/// each step in `crashes`; what those steps emitted may be missing.
+/// A gateway crash inside a trace, as the executor saw it
+/// ([`crate::check::conform::trace::CrashRun`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Crash<'a> {
+    /// The step during which the gateway crashed and recovered.
+    pub step: usize,
+    /// The steps whose spawn was acknowledged (a run id came back).
+    pub spawned: &'a BTreeSet<usize>,
+}
+
+/// [`judge`] for a run in which the gateway crashed (at most once) and
+/// recovered. What the crash left uncertain, the judge settles here, in
+/// one place, for every executor that crashes a gateway:
 ///
-/// A step the gateway crashed in either took effect or did not: its input
-/// was handed over, and the crash may have come before anything it changed
-/// was durable (STORE-4). For a process's output that is a real fork — a
-/// chunk that never reached the checkpoint or the log leaves no strike, no
-/// promotion and no tail behind — so a run that fits the world where the
-/// crashed steps' outputs were lost passes too. The first world's
-/// violations are the ones reported.
-pub fn judge_with(
-    trace: &Trace,
-    result: &TraceResult,
-    crashes: &BTreeSet<usize>,
-) -> Vec<Violation> {
-    let v = judge_world(trace, result, crashes);
+/// - A spawn never acknowledged (its checkpoint write crashed, so no run
+///   id reached the caller and no process started) did not happen, nor
+///   did what the trace says of its process until the next acknowledged
+///   spawn of that id ([`as_happened`]).
+/// - The crashed step either took effect or did not: its input was handed
+///   over, and the crash may have come before anything it changed was
+///   durable (STORE-4). For a process's output that is a real fork — a
+///   chunk that never reached the checkpoint or the log leaves no strike,
+///   no promotion and no tail behind — so a run that fits the world where
+///   the crashed step's output was lost passes too. The first world's
+///   violations are the ones reported.
+/// - Notifications the crashed step emitted may be missing or come late
+///   (the oracle, told the step).
+///
+/// Judge the result against [`as_happened`]'s trace when showing it.
+pub fn judge_crashed(trace: &Trace, result: &TraceResult, crash: Option<Crash>) -> Vec<Violation> {
+    let Some(crash) = crash else {
+        return judge(trace, result);
+    };
+    let trace = as_happened(trace, crash.spawned);
+    let crashes = BTreeSet::from([crash.step]);
+    let v = judge_world(&trace, result, &crashes);
     if v.is_empty() {
         return v;
     }
-    let lost: Vec<usize> = crashes
-        .iter()
-        .copied()
-        .filter(|s| matches!(trace.ops.get(*s), Some(TraceOp::Output { .. })))
-        .collect();
-    if lost.is_empty() {
+    if !matches!(trace.ops.get(crash.step), Some(TraceOp::Output { .. })) {
         return v;
     }
     let mut without = trace.clone();
-    for s in lost {
-        without.ops[s] = TraceOp::Advance { ms: 0 };
-    }
-    if judge_world(&without, result, crashes).is_empty() {
+    without.ops[crash.step] = TraceOp::Advance { ms: 0 };
+    if judge_world(&without, result, &crashes).is_empty() {
         return Vec::new();
     }
     v
+}
+
+/// The trace as it happened, given which spawns were acknowledged: an
+/// unacknowledged spawn becomes a message in its thread (the spawn may
+/// have made its lane before the crash), and what mentions its process
+/// until the next acknowledged spawn of that id an idle tick (`advance
+/// 0`), so steps keep their numbers.
+pub fn as_happened(t: &Trace, spawned: &BTreeSet<usize>) -> Trace {
+    let mut ops = Vec::with_capacity(t.ops.len());
+    let mut gone: BTreeSet<&str> = BTreeSet::new();
+    for (i, op) in t.ops.iter().enumerate() {
+        match op {
+            TraceOp::Spawn {
+                process, thread, ..
+            } if !spawned.contains(&i) => {
+                gone.insert(process);
+                ops.push(TraceOp::Message { thread: *thread });
+            }
+            TraceOp::Spawn { process, .. } => {
+                gone.remove(process.as_str());
+                ops.push(op.clone());
+            }
+            TraceOp::Output { process, .. }
+            | TraceOp::Exit { process, .. }
+            | TraceOp::Kill { process }
+                if gone.contains(process.as_str()) =>
+            {
+                ops.push(TraceOp::Advance { ms: 0 });
+            }
+            _ => ops.push(op.clone()),
+        }
+    }
+    Trace {
+        threads: t.threads.clone(),
+        ops,
+    }
 }
 
 fn judge_world(trace: &Trace, result: &TraceResult, crashes: &BTreeSet<usize>) -> Vec<Violation> {
