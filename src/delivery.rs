@@ -421,13 +421,27 @@ impl DeliveryEngine {
 
     /// Queues a notification (DELIVER-3: a duplicate id is ignored).
     pub fn enqueue(&mut self, n: Notification, now_ms: u64) -> Result<Enqueued, EnqueueError> {
+        self.enqueue_or_return(n, now_ms).map_err(|(e, _)| e)
+    }
+
+    /// [`DeliveryEngine::enqueue`], handing a refused notification back
+    /// (the gateway dead-letters it) instead of making the caller keep a
+    /// copy of every notification it queues.
+    pub(crate) fn enqueue_or_return(
+        &mut self,
+        n: Notification,
+        now_ms: u64,
+    ) -> Result<Enqueued, (EnqueueError, Box<Notification>)> {
         if self.delivered.contains(&n.id) || self.queued_ids.contains(&n.id) {
             return Ok(Enqueued::Duplicate);
         }
         if self.queued_ids.len() >= self.limits.queue_max {
-            return Err(EnqueueError::Backpressure {
-                max: self.limits.queue_max,
-            });
+            return Err((
+                EnqueueError::Backpressure {
+                    max: self.limits.queue_max,
+                },
+                Box::new(n),
+            ));
         }
         self.queued_ids.insert(n.id);
         self.queue_changed(&n.destination);

@@ -863,10 +863,10 @@ impl Gateway {
                         );
                         continue;
                     }
-                    if let Err(err) = self.delivery.enqueue(n.clone(), now_ms) {
+                    if let Err((err, n)) = self.delivery.enqueue_or_return(n, now_ms) {
                         // Back-pressure: never silent (DELIVER-7).
                         self.delivery.dead_letter(
-                            n,
+                            *n,
                             DeadCause::Backpressure,
                             err.to_string(),
                             now_ms,

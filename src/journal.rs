@@ -85,7 +85,15 @@ pub fn header() -> Vec<u8> {
 /// more each time). Panics only on a payload longer than
 /// [`MAX_FRAME_BYTES`] - 1, which no writer may build.
 pub fn batch(number: u64, payloads: &[&[u8]]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(
+    let mut out = Vec::new();
+    push_batch(&mut out, number, payloads);
+    out
+}
+
+/// [`batch`] appended to `out` (a compaction's base follows its header
+/// without a copy of images that can be tens of MiB).
+pub fn push_batch(out: &mut Vec<u8>, number: u64, payloads: &[&[u8]]) {
+    out.reserve(
         payloads
             .iter()
             .map(|p| HEADER_BYTES + 1 + p.len())
@@ -94,15 +102,10 @@ pub fn batch(number: u64, payloads: &[&[u8]]) -> Vec<u8> {
             + COMMIT_BYTES,
     );
     for p in payloads {
-        push_frame(&mut out, RECORD, &[p]);
+        push_frame(out, RECORD, &[p]);
     }
     let count = u32::try_from(payloads.len()).expect("fewer than 2^32 records in a batch");
-    push_frame(
-        &mut out,
-        COMMIT,
-        &[&number.to_le_bytes(), &count.to_le_bytes()],
-    );
-    out
+    push_frame(out, COMMIT, &[&number.to_le_bytes(), &count.to_le_bytes()]);
 }
 
 /// One group commit built in place: each record is encoded straight into

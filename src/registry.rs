@@ -212,7 +212,7 @@ pub struct ProcessEvent {
     pub kind: EventKind,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 struct Proc {
     req: SpawnRequest,
     started_ms: u64,
@@ -224,6 +224,106 @@ struct Proc {
     strikes: u32,
     suppressed: u64,
     tail: String,
+    /// `req.watch_patterns`, shared with other runs that watch for the
+    /// same (not part of the state: never written, rebuilt from the
+    /// patterns when empty).
+    #[serde(skip)]
+    watch: SharedPatterns,
+    /// `req` as JSON, encoded once at spawn ([`ReqJson`]).
+    #[serde(skip)]
+    req_json: ReqJson,
+}
+
+/// A run written as its derived form would write it, with `req` from its
+/// [`ReqJson`] when it has one: a compaction writes every run, and at
+/// 100,000 runs reading each request's eight allocations (origin ids,
+/// lane, command, patterns…) is most of its time; the cached JSON is one.
+impl Serialize for Proc {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Proc", 10)?;
+        match &self.req_json.0 {
+            Some(json) => st.serialize_field("req", json)?,
+            None => st.serialize_field("req", &self.req)?,
+        }
+        st.serialize_field("started_ms", &self.started_ms)?;
+        st.serialize_field("next_seq", &self.next_seq)?;
+        st.serialize_field("notify_on_exit", &self.notify_on_exit)?;
+        st.serialize_field("watch_disabled", &self.watch_disabled)?;
+        st.serialize_field("cooldown_until", &self.cooldown_until)?;
+        st.serialize_field("strike_candidate", &self.strike_candidate)?;
+        st.serialize_field("strikes", &self.strikes)?;
+        st.serialize_field("suppressed", &self.suppressed)?;
+        st.serialize_field("tail", &self.tail)?;
+        st.end()
+    }
+}
+
+/// A run's spawn request as compact JSON, exactly the bytes serde_json
+/// writes for it (the request never changes once spawned). Runs read
+/// from a file have none and write `req` itself, the same bytes. A cache
+/// of `req`, so it is not compared or shown.
+#[derive(Clone, Default)]
+struct ReqJson(Option<Box<serde_json::value::RawValue>>);
+
+impl ReqJson {
+    fn of(req: &SpawnRequest) -> ReqJson {
+        ReqJson(serde_json::value::to_raw_value(req).ok())
+    }
+}
+
+impl PartialEq for ReqJson {
+    fn eq(&self, _: &ReqJson) -> bool {
+        true
+    }
+}
+
+impl Eq for ReqJson {}
+
+impl std::fmt::Debug for ReqJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("_")
+    }
+}
+
+/// A run's watch patterns as the hot path reads them: one allocation
+/// shared by runs spawned with the same patterns, so matching output
+/// against them reads memory the cache already holds instead of two
+/// allocations of the run's own (at 100,000 runs, two cache misses per
+/// output). A cache of `req.watch_patterns`, so it is not compared,
+/// hashed or shown.
+#[derive(Clone, Default)]
+struct SharedPatterns(Option<std::sync::Arc<[String]>>);
+
+impl PartialEq for SharedPatterns {
+    fn eq(&self, _: &SharedPatterns) -> bool {
+        true
+    }
+}
+
+impl Eq for SharedPatterns {}
+
+impl std::fmt::Debug for SharedPatterns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("_")
+    }
+}
+
+impl SharedPatterns {
+    /// `patterns`, sharing `last`'s allocation when they are the same
+    /// (and remembering them in `last` otherwise). None: no patterns.
+    fn of(patterns: &[String], last: &mut SharedPatterns) -> SharedPatterns {
+        if patterns.is_empty() {
+            return SharedPatterns(None);
+        }
+        match &last.0 {
+            Some(shared) if **shared == *patterns => last.clone(),
+            _ => {
+                *last = SharedPatterns(Some(patterns.into()));
+                last.clone()
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -256,10 +356,10 @@ pub struct Registry {
     next_run: u64,
     /// Hashed, not a tree: one lookup per output, and at 100,000 runs a
     /// tree's path is several cache misses where the table's is one.
-    /// Boxed, so the table holds only ids and pointers. Whatever leaves
-    /// the registry in order (the image, [`Registry::running`], lost
-    /// runs) is sorted by run id first.
-    running: HashMap<RunId, Box<Proc>, RunHasher>,
+    /// Held in the table, not boxed: a box is one more cache miss on
+    /// every output. Whatever leaves the registry in order (the image,
+    /// [`Registry::running`], lost runs) is sorted by run id first.
+    running: HashMap<RunId, Proc, RunHasher>,
     breaker: Breaker,
     /// Test-only fault switch (feature `faults`); zero-sized otherwise.
     fault: Switch,
@@ -271,6 +371,9 @@ pub struct Registry {
     changes: Option<crate::delta::Changes<HashMap<RunId, Change, RunHasher>>>,
     /// `next_run` when changes were last taken.
     taken_next_run: u64,
+    /// The watch patterns last shared ([`SharedPatterns`]): a cache, not
+    /// state.
+    last_patterns: SharedPatterns,
 }
 
 type RunHasher = foldhash::fast::FixedState;
@@ -302,9 +405,12 @@ impl std::fmt::Debug for Registry {
 enum Change {
     /// Spawned: the whole run is recorded.
     New,
-    /// Changed: what its tail gained (bounded like the tail), and whether
-    /// its counters may have changed too.
-    Touched { tail: String, counters: bool },
+    /// Changed: how many bytes its tail gained, and whether its counters
+    /// may have changed too. Output only appends to a tail (and trims it
+    /// at the front), so what the tail gained is its last `gained` bytes,
+    /// or all of it when the trim reached into them; it is read from the
+    /// tail when the change is taken, not copied on every output.
+    Touched { gained: usize, counters: bool },
     /// Ended.
     Gone,
 }
@@ -355,6 +461,7 @@ impl Registry {
             global_tail: String::new(),
             changes: None,
             taken_next_run: 1,
+            last_patterns: SharedPatterns::default(),
         }
     }
 
@@ -370,20 +477,19 @@ impl Registry {
         if c.full {
             return;
         }
-        let max = self.limits.tail_max_chars;
         match (c.set.get_mut(&run), change) {
             (Some(Change::New), Change::Gone) => {
                 c.set.remove(&run);
             }
             (Some(Change::New), _) => {}
             (
-                Some(Change::Touched { tail, counters }),
+                Some(Change::Touched { gained, counters }),
                 Change::Touched {
-                    tail: more,
+                    gained: more,
                     counters: more_counters,
                 },
             ) => {
-                push_tail(tail, &more, max);
+                *gained = gained.saturating_add(more);
                 *counters |= more_counters;
             }
             (_, change) => {
@@ -395,12 +501,13 @@ impl Registry {
     /// Records that `run`'s tail gained `appended` (and, with `counters`,
     /// that its counters may have changed).
     fn touched(&mut self, run: RunId, appended: &str, counters: bool) {
-        if self.changes.as_ref().is_some_and(|c| !c.full) {
-            let max = self.limits.tail_max_chars;
-            let mut tail = String::new();
-            push_tail(&mut tail, appended, max);
-            self.mark(run, Change::Touched { tail, counters });
-        }
+        self.mark(
+            run,
+            Change::Touched {
+                gained: appended.len(),
+                counters,
+            },
+        );
     }
 
     /// What changed since the last take: `Some(records)` to append, or
@@ -424,17 +531,20 @@ impl Registry {
         for (run, change) in set {
             let op = match change {
                 Change::Gone => RegOp::End { run },
-                Change::Touched {
-                    tail,
-                    counters: false,
-                } => RegOp::Tail { run, tail },
                 Change::New | Change::Touched { .. } => {
                     let p = self
                         .running
                         .get(&run)
                         .expect("a new or touched run that ended was marked gone");
                     match change {
-                        Change::Touched { tail, .. } => RegOp::Update {
+                        Change::Touched {
+                            gained,
+                            counters: false,
+                        } => RegOp::Tail {
+                            run,
+                            tail: gained_tail(&p.tail, gained).to_owned(),
+                        },
+                        Change::Touched { gained, .. } => RegOp::Update {
                             run,
                             next_seq: p.next_seq,
                             notify_on_exit: p.notify_on_exit,
@@ -443,9 +553,12 @@ impl Registry {
                             strike_candidate: p.strike_candidate,
                             strikes: p.strikes,
                             suppressed: p.suppressed,
-                            tail,
+                            tail: gained_tail(&p.tail, gained).to_owned(),
                         },
-                        _ => RegOp::Run { run, p: p.clone() },
+                        _ => RegOp::Run {
+                            run,
+                            p: Box::new(p.clone()),
+                        },
                     }
                 }
             };
@@ -462,7 +575,7 @@ impl Registry {
         let mut reg = Registry::new(limits);
         reg.next_run = body.next_run;
         for (run, p) in body.running {
-            if reg.running.insert(run, Box::new(p)).is_some() {
+            if reg.running.insert(run, p).is_some() {
                 return Err(FileProblem::Corrupt {
                     detail: format!("run {} appears twice", run.0),
                 });
@@ -489,7 +602,7 @@ impl Registry {
                 push_tail(&mut p.tail, &tail, max);
             }
             RegOp::Run { run, p } => {
-                self.running.insert(run, p);
+                self.running.insert(run, *p);
             }
             RegOp::Update {
                 run,
@@ -547,7 +660,7 @@ impl Registry {
 
     /// The runs in run-id order.
     fn sorted(&self) -> Vec<(RunId, &Proc)> {
-        let mut v: Vec<(RunId, &Proc)> = self.running.iter().map(|(r, p)| (*r, &**p)).collect();
+        let mut v: Vec<(RunId, &Proc)> = self.running.iter().map(|(r, p)| (*r, p)).collect();
         v.sort_unstable_by_key(|(r, _)| *r);
         v
     }
@@ -597,9 +710,13 @@ impl Registry {
         let run = RunId(self.next_run);
         self.next_run += 1;
         let notify_on_exit = req.notify_on_exit;
+        let watch = SharedPatterns::of(&req.watch_patterns, &mut self.last_patterns);
+        let req_json = ReqJson::of(&req);
         self.running.insert(
             run,
-            Box::new(Proc {
+            Proc {
+                watch,
+                req_json,
                 req,
                 started_ms: now_ms,
                 next_seq: 0,
@@ -610,7 +727,7 @@ impl Registry {
                 strikes: 0,
                 suppressed: 0,
                 tail: String::new(),
-            }),
+            },
         );
         self.mark(run, Change::New);
         Ok(run)
@@ -643,21 +760,21 @@ impl Registry {
         let f = self.fault;
         let p = self
             .running
-            .get(&run)
+            .get_mut(&run)
             .ok_or(RegistryError::NotRunning(run))?;
+        if p.watch.0.is_none() && !p.req.watch_patterns.is_empty() {
+            // Restored from a file: share its patterns from now on.
+            p.watch = SharedPatterns::of(&p.req.watch_patterns, &mut self.last_patterns);
+        }
         // One scan of the chunk (PROC-3): the matching lines, and the
         // first pattern (in the spawn's order) that the first of them holds.
-        let watching = !p.req.watch_patterns.is_empty() && !p.watch_disabled;
+        let patterns: &[String] = p.watch.0.as_deref().unwrap_or_default();
+        let watching = !patterns.is_empty() && !p.watch_disabled;
         let mut matched: Vec<&str> = Vec::new();
         let mut pattern: Option<String> = None;
         if watching {
             for line in chunk.lines() {
-                if let Some(pat) = p
-                    .req
-                    .watch_patterns
-                    .iter()
-                    .find(|pat| line.contains(pat.as_str()))
-                {
+                if let Some(pat) = patterns.iter().find(|pat| line.contains(pat.as_str())) {
                     matched.push(line.trim_end());
                     pattern.get_or_insert_with(|| pat.clone());
                 }
@@ -859,7 +976,7 @@ impl Registry {
             p.strike_candidate = false;
             p.strikes = 0;
             p.suppressed = 0;
-            reg.running.insert(run, Box::new(p));
+            reg.running.insert(run, p);
         }
         let lost: Vec<RunId> = reg
             .sorted()
@@ -904,7 +1021,32 @@ impl RecordedLog<'_> {
     }
 }
 
+/// What a tail gained since a take that was followed by `gained` bytes
+/// of output: its last `gained` bytes, or the whole tail when the trim
+/// reached into them (the tail is then nothing but what it gained, cut
+/// to its bound). Appends are whole strings and the trim removes whole
+/// characters from the front, so the cut is a character boundary; `get`
+/// falls back to the whole tail rather than panic if it ever were not.
+fn gained_tail(tail: &str, gained: usize) -> &str {
+    tail.len()
+        .checked_sub(gained)
+        .and_then(|start| tail.get(start..))
+        .unwrap_or(tail)
+}
+
+/// Bytes a tail reserves at its first output: room for a few lines, so a
+/// short-lived run's tail is not reallocated (and copied) on every
+/// doubling; a longer one grows as any string does, up to its bound.
+const TAIL_START_BYTES: usize = 512;
+
 fn push_tail(tail: &mut String, chunk: &str, max_chars: usize) {
+    if tail.capacity() == 0 {
+        tail.reserve(
+            chunk
+                .len()
+                .max(TAIL_START_BYTES.min(max_chars.saturating_mul(4))),
+        );
+    }
     tail.push_str(chunk);
     if tail.len() <= max_chars {
         return; // no more characters than bytes

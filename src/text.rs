@@ -16,14 +16,34 @@ pub const QUOTE: &str = "| ";
 /// line/paragraph separators become `\u{XX}` escapes (TEXT-2).
 pub fn one_line(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        if needs_escape(c) {
-            out.push_str(&format!("\\u{{{:X}}}", c as u32));
-        } else {
-            out.push(c);
+    push_one_line(&mut out, value);
+    out
+}
+
+/// [`one_line`] appended to `out`, without a string of its own: a
+/// notification quotes every line of its output through here.
+fn push_one_line(out: &mut String, value: &str) {
+    // Printable ASCII needs no escape, and is nearly all output: copy it
+    // whole, and look at characters one by one only where it ends.
+    let mut rest = value;
+    while !rest.is_empty() {
+        let plain = rest
+            .bytes()
+            .position(|b| !(b' '..=b'~').contains(&b))
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..plain]);
+        rest = &rest[plain..];
+        let mut chars = rest.chars();
+        if let Some(c) = chars.next() {
+            if needs_escape(c) {
+                use std::fmt::Write;
+                let _ = write!(out, "\\u{{{:X}}}", c as u32);
+            } else {
+                out.push(c);
+            }
+            rest = chars.as_str();
         }
     }
-    out
 }
 
 fn needs_escape(c: char) -> bool {
@@ -44,7 +64,7 @@ pub fn quote_block(output: &str) -> String {
             out.push('\n');
         }
         out.push_str(QUOTE);
-        out.push_str(&one_line(line.strip_suffix('\r').unwrap_or(line)));
+        push_one_line(&mut out, line.strip_suffix('\r').unwrap_or(line));
     }
     out
 }

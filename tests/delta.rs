@@ -124,3 +124,77 @@ proptest! {
         same_files_in_batches(&steps)?;
     }
 }
+
+/// A run's tail record holds what the tail gained since the last take,
+/// read back from the tail when taken: across a take, within one, with
+/// multi-byte characters, and when the bound cut into what was gained.
+/// Each batch ends with a watch match (20 s apart, past the cooldown), so
+/// each one appends the checkpoint's changes; the image they rebuild must
+/// be the gateway's own checkpoint, byte for byte.
+#[test]
+fn store_7_a_tail_cut_to_its_bound_between_takes_rebuilds_the_same_checkpoint() {
+    use procroute::delta::Image;
+    use procroute::gateway::{FileKind, Gateway, Input, Output};
+    use procroute::origin::{ChatType, Origin};
+    let mut c = config(Durability::Journal);
+    c.limits.tail_max_chars = 8;
+    let mut g = Gateway::new(c.clone());
+    let mut image = Image::empty(&c.limits, &c.delivery);
+    let apply = |out: Vec<Output>, image: &mut Image| {
+        let mut appended = false;
+        for o in out {
+            if let Output::Append { records } = o {
+                appended |= !records.is_empty();
+                for r in records {
+                    image.apply(r).expect("a record fits the image");
+                }
+            }
+        }
+        appended
+    };
+    let spawn = Input::Spawn {
+        origin: Origin::new("telegram", ChatType::Dm, "42").expect("origin"),
+        process_id: "p".into(),
+        command: "c".into(),
+        watch_patterns: vec!["x".into()],
+        notify_on_exit: true,
+    };
+    let out = g.handle_batch(0, vec![spawn]);
+    let run = out
+        .iter()
+        .find_map(|o| match o {
+            Output::Spawned { run, .. } => Some(*run),
+            _ => None,
+        })
+        .expect("spawned");
+    assert!(apply(out, &mut image));
+    // Below the bound, past it within a batch, multi-byte at the cut.
+    let batches: [&[&str]; 6] = [
+        &["ab", "x"],
+        &["é", "x"],
+        &["héllo wörld\n", "ü", "x"],
+        &["é", "x"],
+        &["1234567", "x"],
+        &["", "zz", "x"],
+    ];
+    for (i, chunks) in batches.into_iter().enumerate() {
+        let now = (i as u64 + 1) * 20_000;
+        let inputs: Vec<Input> = chunks
+            .iter()
+            .map(|s| Input::Output {
+                run,
+                chunk: s.to_string(),
+            })
+            .collect();
+        let out = g.handle_batch(now, inputs);
+        assert!(apply(out, &mut image), "batch {i} appended nothing");
+        let Output::Persist { bytes, .. } = g.snapshot(FileKind::Checkpoint) else {
+            unreachable!("a snapshot is a Persist")
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&image.file(FileKind::Checkpoint)),
+            String::from_utf8_lossy(&bytes),
+            "after batch {i}"
+        );
+    }
+}

@@ -385,7 +385,7 @@ impl<F: FileSystem> JournalFiles<F> {
             ));
         }
         let mut base = journal::header();
-        base.extend(journal::batch(0, &payloads));
+        journal::push_batch(&mut base, 0, &payloads);
         self.replace(&base_path, &base)?;
         self.generation = generation;
         self.base_bytes = base.len() as u64;
