@@ -20,7 +20,8 @@ use procroute::check::soak::{self, Report, Storage, Workload};
 fn run(w: Workload) -> Report {
     let r = soak::run(w);
     println!(
-        "{:>7} running, {:?}: {} inputs in {} group commits, {:.1} s: {:.2} µs per event; \
+        "{:>7} running, {:?}: {} inputs in {} group commits, {:.1} s in the gateway and backend \
+         ({:.1} s in all): {:.2} µs per event; \
          {:.1} MiB written ({:.0} B per event), {} durable commits, {:.2} fsyncs each, \
          {} compactions; recovery with {} running: {}",
         w.concurrent.min(w.processes),
@@ -28,6 +29,7 @@ fn run(w: Workload) -> Report {
         r.inputs,
         r.batches,
         r.seconds,
+        r.wall_seconds,
         per_event_us(&r),
         r.persisted_bytes as f64 / 1048576.0,
         r.persisted_bytes as f64 / r.events.max(1) as f64,

@@ -55,80 +55,112 @@ fn needs_escape(c: char) -> bool {
 
 /// Quotes multi-line output: one `| `-prefixed line per output line.
 pub fn quote_block(output: &str) -> String {
-    if output.is_empty() {
-        return format!("{QUOTE}(no output)");
-    }
     let mut out = String::with_capacity(output.len() + 16);
+    push_quote_block(&mut out, output);
+    out
+}
+
+/// [`quote_block`] appended to `out`.
+fn push_quote_block(out: &mut String, output: &str) {
+    if output.is_empty() {
+        out.push_str(QUOTE);
+        out.push_str("(no output)");
+        return;
+    }
     for (i, line) in output.split('\n').enumerate() {
         if i > 0 {
             out.push('\n');
         }
         out.push_str(QUOTE);
-        push_one_line(&mut out, line.strip_suffix('\r').unwrap_or(line));
+        push_one_line(out, line.strip_suffix('\r').unwrap_or(line));
     }
-    out
 }
 
 fn suppressed_line(out: &mut String, n: u64) {
     if n > 0 {
-        out.push_str(&format!(
+        use std::fmt::Write;
+        let _ = write!(
+            out,
             "\n({n} more matching output line{} suppressed by rate limits)",
             if n == 1 { " was" } else { "s were" }
-        ));
+        );
     }
 }
 
-/// The text of a process event (TEXT-1).
+/// The text of a process event (TEXT-1), built in one string: a
+/// notification is made for every event, so its parts are written in
+/// place rather than formatted one by one and joined.
 pub fn render(e: &ProcessEvent) -> String {
-    let id = one_line(&e.process_id);
-    let cmd = one_line(&e.command);
-    let mut out = match &e.kind {
+    use std::fmt::Write;
+    let quoted = match &e.kind {
+        EventKind::WatchMatch { excerpt, .. } => excerpt.len(),
+        EventKind::WatchDisabled { .. } => 0,
+        EventKind::Completion { tail, .. } => tail.len(),
+    };
+    // The envelope and headers, every line's `| `, and room for a few
+    // escapes: enough that the text is rarely grown or shrunk.
+    let lines = match &e.kind {
+        EventKind::WatchMatch { excerpt, .. } => excerpt.len() / 16,
+        EventKind::Completion { tail, .. } => tail.len() / 16,
+        EventKind::WatchDisabled { .. } => 0,
+    };
+    let mut out =
+        String::with_capacity(200 + e.process_id.len() + e.command.len() + quoted + 2 * lines);
+    out.push_str("[Background process ");
+    push_one_line(&mut out, &e.process_id);
+    match &e.kind {
         EventKind::WatchMatch {
             pattern,
             excerpt,
             suppressed,
         } => {
-            let mut s = format!(
-                "[Background process {id} matched watch pattern \"{}\"]\nCommand: {cmd}\nMatched output:\n{}",
-                one_line(pattern),
-                quote_block(excerpt)
-            );
-            suppressed_line(&mut s, *suppressed);
-            s
+            out.push_str(" matched watch pattern \"");
+            push_one_line(&mut out, pattern);
+            out.push_str("\"]\nCommand: ");
+            push_one_line(&mut out, &e.command);
+            out.push_str("\nMatched output:\n");
+            push_quote_block(&mut out, excerpt);
+            suppressed_line(&mut out, *suppressed);
         }
         EventKind::WatchDisabled { suppressed } => {
-            let mut s = format!(
-                "[Background process {id}: watch patterns disabled after repeated rate limiting; you will get one notification when it exits]\nCommand: {cmd}"
-            );
-            suppressed_line(&mut s, *suppressed);
-            s
+            out.push_str(": watch patterns disabled after repeated rate limiting; you will get one notification when it exits]\nCommand: ");
+            push_one_line(&mut out, &e.command);
+            suppressed_line(&mut out, *suppressed);
         }
         EventKind::Completion {
             completion,
             tail,
             suppressed,
         } => {
-            let verb = match completion {
-                Completion::Exited { code: 0 } => "completed normally (exit code 0)".to_owned(),
-                Completion::Exited { code } => format!("exited with code {code}"),
-                Completion::Signaled { signal } => format!("was terminated by signal {signal}"),
-                Completion::Killed => "was killed".to_owned(),
+            out.push(' ');
+            match completion {
+                Completion::Exited { code: 0 } => out.push_str("completed normally (exit code 0)"),
+                Completion::Exited { code } => {
+                    let _ = write!(out, "exited with code {code}");
+                }
+                Completion::Signaled { signal } => {
+                    let _ = write!(out, "was terminated by signal {signal}");
+                }
+                Completion::Killed => out.push_str("was killed"),
                 Completion::Lost => {
-                    "was lost: it was not running when the gateway restarted".to_owned()
+                    out.push_str("was lost: it was not running when the gateway restarted")
                 }
                 Completion::FailedToStart { reason } => {
-                    format!("failed to start: {}", one_line(reason))
+                    out.push_str("failed to start: ");
+                    push_one_line(&mut out, reason);
                 }
-            };
-            let mut s = format!(
-                "[Background process {id} {verb}]\nCommand: {cmd}\nOutput:\n{}",
-                quote_block(tail)
-            );
-            suppressed_line(&mut s, *suppressed);
-            s
+            }
+            out.push_str("]\nCommand: ");
+            push_one_line(&mut out, &e.command);
+            out.push_str("\nOutput:\n");
+            push_quote_block(&mut out, tail);
+            suppressed_line(&mut out, *suppressed);
         }
-    };
-    out.shrink_to_fit();
+    }
+    // A text queued for long keeps no more room than a few bytes.
+    if out.capacity() - out.len() > 64 {
+        out.shrink_to_fit();
+    }
     out
 }
 
