@@ -14,8 +14,10 @@
 //! cost, not this machine's disk): whole files by atomic replace
 //! ([`Durability::Snapshots`], `FilePersist`) or group commits to the
 //! journal backend with its compactions ([`Durability::Journal`],
-//! `JournalFiles`). When every process runs (the peak), recovery from that
-//! durable state is timed once.
+//! `JournalFiles`). The time reported ([`Report::seconds`]) is spent in
+//! the gateway and the backend; the driver's own work is in
+//! [`Report::wall_seconds`] only. When every process runs (the peak),
+//! recovery from that durable state is timed once, aside.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
