@@ -250,41 +250,55 @@ fn every_fault_of_the_bank_fails_the_property() {
 /// (`spec/vectors/traces/fault-*.json`, found by proptest and shrunk).
 #[test]
 fn exploration_finds_every_historical_fault_no_longer_than_the_stored_one() {
-    use procroute::check::explore::{explore, Scope};
+    use procroute::check::explore::Scope;
     let scope = Scope {
         depth: 4,
         ..Scope::default()
     };
     for fault in Fault::HISTORICAL {
-        let s = explore(&scope, &with(fault), None);
-        let (trace, violations) = s
-            .counterexample
-            .unwrap_or_else(|| panic!("{fault:?}: not found by exploring to depth 4"));
-        let body = |t: &Trace| {
-            t.ops.len() - procroute::check::conform::trace::quiescence(t.threads.len()).len()
-        };
         let stored = TraceFile::load(&traces::traces_dir().join(format!("{}.json", kebab(fault))))
             .unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            body(&trace) <= body(&stored.trace),
-            "{fault:?}: explored counterexample of {} ops, the stored one has {}",
-            body(&trace),
-            body(&stored.trace)
-        );
-        // The same trace passes without the fault: the fault is what fails it.
-        let clean = execute(&trace).expect("runs");
-        assert!(
-            judge(&trace, &clean).is_empty(),
-            "{fault:?}: the clean router fails it too"
-        );
+        let (body, first, explored) = found_no_longer(fault, &scope, body(&stored.trace));
         println!(
-            "{fault:?}: {} ops, {} states explored, {}: {}",
-            body(&trace),
-            s.explored,
-            violations[0].rule,
-            violations[0].detail
+            "{fault:?}: {body} ops, {explored} states explored, {}: {}",
+            first.rule, first.detail
         );
     }
+}
+
+/// A trace's ops without the quiescence every trace ends with.
+fn body(t: &Trace) -> usize {
+    t.ops.len() - procroute::check::conform::trace::quiescence(t.threads.len()).len()
+}
+
+/// Explores `scope` with `fault` on: the counterexample found must be no
+/// longer than `shortest` ops (quiescence aside), and must pass on the
+/// clean router (the fault is what fails it). Its length, first
+/// violation and the states explored.
+fn found_no_longer(
+    fault: Fault,
+    scope: &procroute::check::explore::Scope,
+    shortest: usize,
+) -> (usize, procroute::check::model::judge::Violation, u64) {
+    let s = procroute::check::explore::explore(scope, &with(fault), None);
+    let (trace, violations) = s
+        .counterexample
+        .unwrap_or_else(|| panic!("{fault:?}: not found in scope {}", scope.describe()));
+    assert!(
+        body(&trace) <= shortest,
+        "{fault:?}: explored counterexample of {} ops, the shortest known has {shortest}",
+        body(&trace)
+    );
+    let clean = execute(&trace).expect("runs");
+    assert!(
+        judge(&trace, &clean).is_empty(),
+        "{fault:?}: the clean router fails it too"
+    );
+    let first = violations
+        .into_iter()
+        .next()
+        .expect("a counterexample violates a rule");
+    (body(&trace), first, s.explored)
 }
 
 /// The counting rules' scopes (issue 21): a bug that needs a count to
@@ -296,7 +310,7 @@ fn exploration_finds_every_historical_fault_no_longer_than_the_stored_one() {
 /// (TESTING.md), and the counterexample passes without the fault.
 #[test]
 fn the_counting_scopes_find_the_threshold_bugs() {
-    use procroute::check::explore::{explore, Scope};
+    use procroute::check::explore::Scope;
     for (fault, scope, shortest, rule) in [
         (Fault::NoPromotion, "strikes", 10, "PROC-5"),
         (Fault::BreakerSixteen, "storm", 32, "PROC-6"),
@@ -308,29 +322,11 @@ fn the_counting_scopes_find_the_threshold_bugs() {
         (Fault::RetryNotBlocking, "retries", 30, "DELIVER-4"),
     ] {
         let scope = Scope::named(scope).expect("declared");
-        let s = explore(&scope, &with(fault), None);
-        let (trace, violations) = s
-            .counterexample
-            .unwrap_or_else(|| panic!("{fault:?}: not found in scope {}", scope.describe()));
-        let body = trace.ops.len()
-            - procroute::check::conform::trace::quiescence(trace.threads.len()).len();
-        assert!(
-            body <= shortest,
-            "{fault:?}: {body} ops, the bank's has {shortest}"
-        );
-        assert_eq!(
-            violations[0].rule.as_str(),
-            rule,
-            "{fault:?}: {violations:?}"
-        );
-        let clean = execute(&trace).expect("runs");
-        assert!(
-            judge(&trace, &clean).is_empty(),
-            "{fault:?}: the clean router fails it too"
-        );
+        let (body, first, explored) = found_no_longer(fault, &scope, shortest);
+        assert_eq!(first.rule, rule, "{fault:?}: {first:?}");
         println!(
-            "{fault:?} in {}: {body} ops, {} states explored, {}",
-            scope.name, s.explored, violations[0].rule
+            "{fault:?} in {}: {body} ops, {explored} states explored, {}",
+            scope.name, first.rule
         );
     }
 }

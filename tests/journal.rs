@@ -206,16 +206,21 @@ fn a_batch_built_in_place_is_the_same_bytes() {
     let payloads: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; usize::from(i) * 7]).collect();
     let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
     let mut w = journal::BatchWriter::new();
-    for p in &payloads {
+    fill(&mut w, &payloads);
+    assert_eq!(w.len(), 50);
+    assert_eq!(w.finish(3), journal::batch(3, &refs));
+}
+
+/// Encodes each payload as one record of `w`, in place.
+fn fill(w: &mut journal::BatchWriter, payloads: &[Vec<u8>]) {
+    for p in payloads {
         w.record(|out| {
             out.extend_from_slice(p);
             Ok::<(), ()>(())
         })
-        .unwrap()
-        .unwrap();
+        .expect("writing into memory cannot fail")
+        .expect("each payload fits a frame");
     }
-    assert_eq!(w.len(), 50);
-    assert_eq!(w.finish(3), journal::batch(3, &refs));
 }
 
 /// A writer reused across group commits (`commit`, then `clear`) gives
@@ -227,14 +232,7 @@ fn a_reused_batch_writer_starts_each_batch_afresh() {
     for (number, n) in [(0u64, 40u8), (1, 3), (2, 0), (3, 17)] {
         w.clear();
         let payloads: Vec<Vec<u8>> = (0..n).map(|i| vec![i ^ n; usize::from(i) * 5]).collect();
-        for p in &payloads {
-            w.record(|out| {
-                out.extend_from_slice(p);
-                Ok::<(), ()>(())
-            })
-            .unwrap()
-            .unwrap();
-        }
+        fill(&mut w, &payloads);
         assert_eq!(w.len(), u32::from(n));
         let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
         assert_eq!(w.commit(number), journal::batch(number, &refs).as_slice());
