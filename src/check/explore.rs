@@ -231,6 +231,17 @@ impl Scope {
             user_name: None,
         };
         let topic = telegram("group", "-1001", Some("1"), "42");
+        // The base of the scopes that count toward a threshold: one forum
+        // topic, no symmetric threads, no plain spawns, no restarts or
+        // shutdowns; each says what it offers on top.
+        let one_topic = Scope {
+            threads: vec![topic],
+            symmetric: Vec::new(),
+            plain: false,
+            restarts: 0,
+            shutdowns: 0,
+            ..Scope::default()
+        };
         match name {
             "default" => Some(Scope::default()),
             "data" => Some(Scope {
@@ -251,56 +262,38 @@ impl Scope {
             }),
             "limits" => Some(Scope {
                 name: "limits",
-                threads: vec![topic.clone()],
-                symmetric: Vec::new(),
                 advances: vec![14_999, 15_000, 61_000],
                 processes: 1,
-                plain: false,
-                restarts: 0,
-                shutdowns: 0,
                 depth: 8,
-                ..Scope::default()
+                ..one_topic
             }),
             "strikes" => Some(Scope {
                 name: "strikes",
-                threads: vec![topic.clone()],
-                symmetric: Vec::new(),
                 processes: 1,
                 notify: false,
-                plain: false,
                 messages: false,
                 turns: false,
                 adapter: false,
                 kills: false,
                 advances: vec![14_999, 15_000],
-                restarts: 0,
-                shutdowns: 0,
                 depth: 11,
-                ..Scope::default()
+                ..one_topic
             }),
             "retries" => Some(Scope {
                 name: "retries",
-                threads: vec![topic.clone()],
-                symmetric: Vec::new(),
                 processes: 2,
                 messages: false,
                 watch: false,
-                plain: false,
                 chunks: Vec::new(),
                 kills: false,
                 advances: vec![61_000],
-                restarts: 0,
-                shutdowns: 0,
                 depth: 11,
-                ..Scope::default()
+                ..one_topic
             }),
             "storm" => Some(Scope {
                 name: "storm",
-                threads: vec![topic],
-                symmetric: Vec::new(),
                 processes: 17,
                 notify: false,
-                plain: false,
                 output_at_spawn: true,
                 later_outputs: 0,
                 messages: false,
@@ -310,10 +303,8 @@ impl Scope {
                 kills: false,
                 advances: vec![9_999, 10_000, 20_000],
                 clock_steps: 2,
-                restarts: 0,
-                shutdowns: 0,
                 depth: 35,
-                ..Scope::default()
+                ..one_topic
             }),
             _ => None,
         }
