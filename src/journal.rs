@@ -54,7 +54,9 @@ fn checksum(len: [u8; 4], body: &[u8]) -> u32 {
     h.finalize()
 }
 
-fn push_frame(out: &mut Vec<u8>, kind: u8, rest: &[&[u8]]) {
+/// A frame's head: its length and checksum, then its kind byte (the
+/// body's first byte); the rest of the body follows it.
+fn frame_head(kind: u8, rest: &[&[u8]]) -> [u8; HEADER_BYTES + 1] {
     let body_len = 1 + rest.iter().map(|r| r.len()).sum::<usize>();
     assert!(
         body_len <= MAX_FRAME_BYTES,
@@ -67,9 +69,15 @@ fn push_frame(out: &mut Vec<u8>, kind: u8, rest: &[&[u8]]) {
     for r in rest {
         h.update(r);
     }
-    out.extend_from_slice(&len);
-    out.extend_from_slice(&h.finalize().to_le_bytes());
-    out.push(kind);
+    let mut head = [0; HEADER_BYTES + 1];
+    head[..4].copy_from_slice(&len);
+    head[4..8].copy_from_slice(&h.finalize().to_le_bytes());
+    head[8] = kind;
+    head
+}
+
+fn push_frame(out: &mut Vec<u8>, kind: u8, rest: &[&[u8]]) {
+    out.extend_from_slice(&frame_head(kind, rest));
     for r in rest {
         out.extend_from_slice(r);
     }
@@ -85,15 +93,7 @@ pub fn header() -> Vec<u8> {
 /// more each time). Panics only on a payload longer than
 /// [`MAX_FRAME_BYTES`] - 1, which no writer may build.
 pub fn batch(number: u64, payloads: &[&[u8]]) -> Vec<u8> {
-    let mut out = Vec::new();
-    push_batch(&mut out, number, payloads);
-    out
-}
-
-/// [`batch`] appended to `out` (a compaction's base follows its header
-/// without a copy of images that can be tens of MiB).
-pub fn push_batch(out: &mut Vec<u8>, number: u64, payloads: &[&[u8]]) {
-    out.reserve(
+    let mut out = Vec::with_capacity(
         payloads
             .iter()
             .map(|p| HEADER_BYTES + 1 + p.len())
@@ -102,10 +102,45 @@ pub fn push_batch(out: &mut Vec<u8>, number: u64, payloads: &[&[u8]]) {
             + COMMIT_BYTES,
     );
     for p in payloads {
-        push_frame(out, RECORD, &[p]);
+        push_frame(&mut out, RECORD, &[p]);
     }
     let count = u32::try_from(payloads.len()).expect("fewer than 2^32 records in a batch");
-    push_frame(out, COMMIT, &[&number.to_le_bytes(), &count.to_le_bytes()]);
+    push_frame(
+        &mut out,
+        COMMIT,
+        &[&number.to_le_bytes(), &count.to_le_bytes()],
+    );
+    out
+}
+
+/// [`batch`] without a copy of its payloads: what goes around them (each
+/// record frame's head, then the commit frame), for [`interleave`]. A
+/// compaction writes its base this way, images of tens of MiB as they are.
+pub fn batch_heads(number: u64, payloads: &[&[u8]]) -> Vec<u8> {
+    let mut heads = Vec::with_capacity((HEADER_BYTES + 1) * (payloads.len() + 1) + COMMIT_BYTES);
+    for p in payloads {
+        heads.extend_from_slice(&frame_head(RECORD, &[p]));
+    }
+    let count = u32::try_from(payloads.len()).expect("fewer than 2^32 records in a batch");
+    push_frame(
+        &mut heads,
+        COMMIT,
+        &[&number.to_le_bytes(), &count.to_le_bytes()],
+    );
+    heads
+}
+
+/// The parts of a batch in file order, from [`batch_heads`] of the same
+/// `payloads`: joined, they are [`batch`]'s bytes.
+pub fn interleave<'a>(heads: &'a [u8], payloads: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    let head = HEADER_BYTES + 1;
+    let mut parts = Vec::with_capacity(2 * payloads.len() + 1);
+    for (i, p) in payloads.iter().enumerate() {
+        parts.push(&heads[i * head..(i + 1) * head]);
+        parts.push(*p);
+    }
+    parts.push(&heads[payloads.len() * head..]);
+    parts
 }
 
 /// One group commit built in place: each record is encoded straight into

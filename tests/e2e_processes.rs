@@ -219,5 +219,14 @@ fn a_runtime_on_the_journal_persists_what_it_delivers() {
     );
     assert_eq!(g.delivery().queued(), 0);
     assert_eq!(g.registry().running_count(), 0);
+
+    // A compaction on the real disk (the base written in parts around
+    // the images) opens again as exactly the compacted images.
+    let mut g = g;
+    let images = g.compact();
+    let (mut journal, _) = open();
+    journal.compact(images.clone()).expect("compacts");
+    let (_, reopened) = open();
+    assert!(reopened.files == images, "the base does not read back");
     let _ = std::fs::remove_dir_all(&dir);
 }

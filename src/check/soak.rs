@@ -74,6 +74,13 @@ impl FileSystem for MemFs {
             .insert(path.to_path_buf(), vec![bytes.to_vec()]);
         Ok(())
     }
+    fn write_parts(&mut self, path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
+        self.files.borrow_mut().insert(
+            path.to_path_buf(),
+            parts.iter().map(|p| p.to_vec()).collect(),
+        );
+        Ok(())
+    }
     fn append(&mut self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         self.files
             .borrow_mut()

@@ -21,6 +21,13 @@ pub trait FileSystem {
     fn read(&self, path: &Path) -> std::io::Result<Vec<u8>>;
     /// Creates or truncates `path` and writes `bytes` (not yet durable).
     fn write(&mut self, path: &Path, bytes: &[u8]) -> std::io::Result<()>;
+    /// [`FileSystem::write`] of `parts` one after the other: one write of
+    /// their bytes, without joining them first (a compaction's base is
+    /// images of tens of MiB between a few framing bytes). The default
+    /// joins them.
+    fn write_parts(&mut self, path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
+        self.write(path, &parts.concat())
+    }
     /// Appends `bytes` to `path`, creating it if missing (not yet
     /// durable).
     fn append(&mut self, path: &Path, bytes: &[u8]) -> std::io::Result<()>;
@@ -54,6 +61,17 @@ impl FileSystem for RealFs {
             .truncate(true)
             .open(path)?
             .write_all(bytes)
+    }
+    fn write_parts(&mut self, path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        for part in parts {
+            file.write_all(part)?;
+        }
+        Ok(())
     }
     fn append(&mut self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         OpenOptions::new()

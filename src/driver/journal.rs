@@ -273,7 +273,7 @@ impl<F: FileSystem> JournalFiles<F> {
             }
         }
         if let Some((bytes, next_batch)) = rewrite {
-            j.replace(&journal_path, &bytes)?;
+            j.replace(&journal_path, &[&bytes])?;
             j.next_batch = next_batch;
             j.journal_bytes = bytes.len() as u64;
         }
@@ -282,21 +282,21 @@ impl<F: FileSystem> JournalFiles<F> {
     }
 
     /// Writes `bytes` as `path` by atomic replace.
-    fn replace(&mut self, path: &Path, bytes: &[u8]) -> Result<(), PersistError> {
+    fn replace(&mut self, path: &Path, parts: &[&[u8]]) -> Result<(), PersistError> {
         let mut tmp = path.to_path_buf().into_os_string();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
         let dir = self.dir.clone();
         let fs = &mut self.fs;
         let mut write = || -> std::io::Result<()> {
-            fs.write(&tmp, bytes)?;
+            fs.write_parts(&tmp, parts)?;
             fs.sync_file(&tmp)?;
             fs.rename(&tmp, path)?;
             fs.sync_dir(&dir)
         };
         let r = write().map_err(|e| self.io(path, e));
         self.stats.fsyncs += 2;
-        self.stats.compacted_bytes += bytes.len() as u64;
+        self.stats.compacted_bytes += parts.iter().map(|p| p.len() as u64).sum::<u64>();
         r
     }
 
@@ -384,13 +384,16 @@ impl<F: FileSystem> JournalFiles<F> {
                 },
             ));
         }
-        let mut base = journal::header();
-        journal::push_batch(&mut base, 0, &payloads);
+        // The base is the header and one batch of the images, written
+        // from where they are (no copy of tens of MiB to frame them).
+        let heads = journal::batch_heads(0, &payloads);
+        let mut base: Vec<&[u8]> = vec![journal::MAGIC];
+        base.extend(journal::interleave(&heads, &payloads));
         self.replace(&base_path, &base)?;
         self.generation = generation;
-        self.base_bytes = base.len() as u64;
+        self.base_bytes = base.iter().map(|p| p.len() as u64).sum();
         let fresh = fresh(generation);
-        self.replace(&self.journal_path(), &fresh)?;
+        self.replace(&self.journal_path(), &[&fresh])?;
         self.next_batch = 1;
         self.journal_bytes = fresh.len() as u64;
         self.stats.compactions += 1;
