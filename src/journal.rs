@@ -83,6 +83,12 @@ fn push_frame(out: &mut Vec<u8>, kind: u8, rest: &[&[u8]]) {
     }
 }
 
+/// The commit frame closing batch `number` of `count` records.
+fn push_commit(out: &mut Vec<u8>, number: u64, count: usize) {
+    let count = u32::try_from(count).expect("fewer than 2^32 records in a batch");
+    push_frame(out, COMMIT, &[&number.to_le_bytes(), &count.to_le_bytes()]);
+}
+
 /// A new journal's bytes: the header alone.
 pub fn header() -> Vec<u8> {
     MAGIC.to_vec()
@@ -104,36 +110,27 @@ pub fn batch(number: u64, payloads: &[&[u8]]) -> Vec<u8> {
     for p in payloads {
         push_frame(&mut out, RECORD, &[p]);
     }
-    let count = u32::try_from(payloads.len()).expect("fewer than 2^32 records in a batch");
-    push_frame(
-        &mut out,
-        COMMIT,
-        &[&number.to_le_bytes(), &count.to_le_bytes()],
-    );
+    push_commit(&mut out, number, payloads.len());
     out
 }
 
-/// [`batch`] without a copy of its payloads: what goes around them (each
-/// record frame's head, then the commit frame), for [`interleave`]. A
-/// compaction writes its base this way, images of tens of MiB as they are.
-pub fn batch_heads(number: u64, payloads: &[&[u8]]) -> Vec<u8> {
-    let mut heads = Vec::with_capacity((HEADER_BYTES + 1) * (payloads.len() + 1) + COMMIT_BYTES);
+/// [`batch`] without a copy of its payloads: the parts of its bytes in
+/// file order — each record frame's head (kept in `heads`), its payload as
+/// it is, then the commit frame (in `heads` too). Joined, they are
+/// `batch(number, payloads)`. A compaction writes its base this way,
+/// images of tens of MiB where they are.
+pub fn batch_parts<'a>(
+    number: u64,
+    payloads: &[&'a [u8]],
+    heads: &'a mut Vec<u8>,
+) -> Vec<&'a [u8]> {
+    let head = HEADER_BYTES + 1;
+    heads.clear();
     for p in payloads {
         heads.extend_from_slice(&frame_head(RECORD, &[p]));
     }
-    let count = u32::try_from(payloads.len()).expect("fewer than 2^32 records in a batch");
-    push_frame(
-        &mut heads,
-        COMMIT,
-        &[&number.to_le_bytes(), &count.to_le_bytes()],
-    );
-    heads
-}
-
-/// The parts of a batch in file order, from [`batch_heads`] of the same
-/// `payloads`: joined, they are [`batch`]'s bytes.
-pub fn interleave<'a>(heads: &'a [u8], payloads: &[&'a [u8]]) -> Vec<&'a [u8]> {
-    let head = HEADER_BYTES + 1;
+    push_commit(heads, number, payloads.len());
+    let heads: &'a [u8] = heads;
     let mut parts = Vec::with_capacity(2 * payloads.len() + 1);
     for (i, p) in payloads.iter().enumerate() {
         parts.push(&heads[i * head..(i + 1) * head]);
@@ -203,11 +200,7 @@ impl BatchWriter {
     /// same buffer (a writer that appends every group commit reuses it
     /// instead of growing a fresh one each time).
     pub fn commit(&mut self, number: u64) -> &[u8] {
-        push_frame(
-            &mut self.buf,
-            COMMIT,
-            &[&number.to_le_bytes(), &self.count.to_le_bytes()],
-        );
+        push_commit(&mut self.buf, number, self.count as usize);
         &self.buf
     }
 

@@ -281,7 +281,7 @@ impl<F: FileSystem> JournalFiles<F> {
         Ok((j, opened))
     }
 
-    /// Writes `bytes` as `path` by atomic replace.
+    /// Writes `parts`, one after the other, as `path` by atomic replace.
     fn replace(&mut self, path: &Path, parts: &[&[u8]]) -> Result<(), PersistError> {
         let mut tmp = path.to_path_buf().into_os_string();
         tmp.push(".tmp");
@@ -386,9 +386,9 @@ impl<F: FileSystem> JournalFiles<F> {
         }
         // The base is the header and one batch of the images, written
         // from where they are (no copy of tens of MiB to frame them).
-        let heads = journal::batch_heads(0, &payloads);
+        let mut heads = Vec::new();
         let mut base: Vec<&[u8]> = vec![journal::MAGIC];
-        base.extend(journal::interleave(&heads, &payloads));
+        base.extend(journal::batch_parts(0, &payloads, &mut heads));
         self.replace(&base_path, &base)?;
         self.generation = generation;
         self.base_bytes = base.iter().map(|p| p.len() as u64).sum();
