@@ -60,19 +60,123 @@ import asyncio
 import contextvars
 import json
 import os
+import pathlib
 import queue
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time as _real_time
+import types
+
+# ---------------------------------------------------------------------------
+# The model, stubbed: hermes' run_agent.AIAgent is replaced by ScriptedAgent
+# before gateway.run imports it. hermes builds it, caches it and calls
+# run_conversation() from its own turn handler (GatewayRunner._run_agent, in
+# an executor thread that carries the turn's session context); the scripted
+# agent then makes the tool calls the trace asks for through hermes' own tool
+# dispatcher (model_tools.handle_function_call), exactly as the model's tool
+# calls are made, and ends the turn when the trace says so.
+# ---------------------------------------------------------------------------
+END = object()
+
+
+class Action:
+    """One tool call the trace asks of a turn's agent."""
+
+    running = set()  # actions being made now (on agent threads)
+
+    def __init__(self, tool, args):
+        self.tool = tool
+        self.args = args
+        self.reply = None
+        self.error = None
+        self.done = threading.Event()
+        self.then = None  # called with the action once it is made
+
+    def perform(self, task_id, session_id):
+        import model_tools
+        Action.running.add(self)
+        try:
+            self.reply = model_tools.handle_function_call(
+                self.tool, dict(self.args), task_id=task_id, session_id=session_id)
+        except BaseException as exc:  # handed back to the driver's thread
+            self.error = exc
+        finally:
+            try:
+                if self.then is not None and self.error is None:
+                    self.then(self)
+            except BaseException as exc:
+                self.error = exc
+            Action.running.discard(self)
+            self.done.set()
+
+
+class Turn:
+    """What one turn's agent does: the driver's actions, one at a time."""
+
+    def __init__(self, actions=()):
+        self.q = queue.Queue()
+        for a in actions:
+            self.q.put(a)
+        self.started = threading.Event()
+        self.finished = threading.Event()
+
+    def next(self):
+        self.started.set()
+        return self.q.get()
+
+
+class ScriptedAgent:
+    """Stands in for run_agent.AIAgent: no model, only the trace's tool calls."""
+
+    driver = None  # the Driver of the trace being run (one at a time)
+
+    def __init__(self, *args, **kwargs):
+        self.gateway_session_key = kwargs.get("gateway_session_key")
+        self.session_id = kwargs.get("session_id")
+        self.model = kwargs.get("model") or "procroute-scripted"
+        self.provider = kwargs.get("provider")
+        self.base_url = kwargs.get("base_url")
+        self.api_mode = kwargs.get("api_mode")
+        self.session_prompt_tokens = 0
+        self.session_completion_tokens = 0
+        self.session_total_tokens = 0
+
+    def run_conversation(self, message, conversation_history=None, task_id=None, **_kw):
+        turn = ScriptedAgent.driver.claim_turn(self.gateway_session_key)
+        try:
+            while True:
+                action = turn.next()
+                if action is END:
+                    break
+                action.perform(task_id, self.session_id)
+        finally:
+            turn.finished.set()
+        history = list(conversation_history or [])
+        history.append({"role": "user", "content": message})
+        history.append({"role": "assistant", "content": "ok"})
+        return {"final_response": "ok", "messages": history, "api_calls": 1, "completed": True}
+
+    def interrupt(self, *_a, **_kw):
+        pass
+
+    def __getattr__(self, name):
+        raise AttributeError(name)
+
+
+_stub = types.ModuleType("run_agent")
+_stub.AIAgent = ScriptedAgent
+sys.modules["run_agent"] = _stub
+
 
 import gateway.run as gr
 import tools.process_registry as pr
-import tools.terminal_tool as tt
-from gateway.config import GatewayConfig, Platform
-from gateway.session import SessionSource, build_session_context
+from gateway.config import GatewayConfig, Platform, PlatformConfig
+from gateway.platforms.base import BasePlatformAdapter, MessageEvent, SendResult
+from gateway.session import SessionSource
 
 WAIT_S = 10.0
 
@@ -81,7 +185,7 @@ WAIT_S = 10.0
 # reader sees a trace's short output lines when the process exits. We then
 # cannot wait for each line (hermes does not look at it yet), only for exit.
 import inspect as _inspect
-LIVE_OUTPUT = "read1" in _inspect.getsource(pr.ProcessRegistry._reader_loop)  # a real process or reader thread that takes longer is an error
+LIVE_OUTPUT = "read1" in _inspect.getsource(pr.ProcessRegistry._reader_loop)
 
 # The process watcher task a delivery is made from (its event), for hermes
 # versions whose watcher does not pass through _inject_watch_notification.
@@ -90,7 +194,9 @@ EPOCH = 1_800_000_000.0
 # The watcher's text-only notice for a completion the agent consumed
 # (gateway/run.py, _run_process_watcher).
 CONSUMED_NOTICE = re.compile(r"^\[Background process (\S+) finished with exit code ")
-
+# hermes' onboarding reply to the first message of a chat without a home
+# channel (gateway/run.py): a reply to the user, not a process notification.
+ONBOARDING = "\N{OPEN MAILBOX WITH RAISED FLAG} No home channel is set"
 
 class Unexpressible(Exception):
     """The trace needs something hermes-agent cannot represent (skipped)."""
@@ -127,24 +233,43 @@ class VirtualLoop(asyncio.SelectorEventLoop):
         return self._vclock.now
 
 
-class Adapter:
-    """A platform adapter: records what the gateway hands it."""
+class Adapter(BasePlatformAdapter):
+    """A platform adapter (the transport is the only part we own): records
+    what the gateway hands it. hermes' own BasePlatformAdapter supplies
+    everything else (start() wires the message handler into it)."""
 
-    supports_async_delivery = True
+    # Senders are authorised upstream (hermes' own flag for such adapters):
+    # a trace's origins need not carry a user id, and authorisation is not
+    # what the suite checks.
+    authorization_is_upstream = True
 
     def __init__(self, driver, platform):
+        super().__init__(PlatformConfig(enabled=True, token="procroute"), platform)
         self.driver = driver
-        self.platform = platform
+
+    async def connect(self, *, is_reconnect=False):
+        return True
+
+    async def disconnect(self):
+        pass
+
+    async def get_chat_info(self, chat_id):
+        return {"name": str(chat_id), "type": "group"}
 
     async def handle_message(self, event):
+        # The gateway hands a synthetic (internal) event to the adapter to
+        # inject a notification into its chat: that is the delivery.
         if not self.driver.adapter_up:
             raise ConnectionError("adapter down (trace op adapter up=false)")
         self.driver.delivered(event)
 
-    async def send(self, chat_id, text, metadata=None, **_kw):
+    async def send(self, chat_id, content, reply_to=None, metadata=None, **_kw):
         if not self.driver.adapter_up:
-            raise ConnectionError("adapter down (trace op adapter up=false)")
-        self.driver.sent(self.platform, chat_id, text, metadata or {})
+            # What a platform adapter answers when its platform is down.
+            return SendResult(success=False, error="adapter down (trace op adapter up=false)",
+                              retryable=True)
+        self.driver.sent(self.platform, chat_id, content, metadata or {})
+        return SendResult(success=True, message_id=f"m{len(self.driver.deliveries)}")
 
 
 def source_of(origin):
@@ -173,20 +298,6 @@ def destination_of(source):
     return d
 
 
-def drain_watch_events(q):
-    """run.py's post-turn drain. 0.19.0 has it as a function; 0.13.0 inlines
-    the same loop in the post-turn block (pop everything, keep the watch
-    events, leave completions to the watcher tasks), which we repeat."""
-    if hasattr(gr, "_drain_gateway_watch_events"):
-        return gr._drain_gateway_watch_events(q)
-    events = []
-    while not q.empty():
-        evt = q.get_nowait()
-        if evt.get("type", "completion") in {"watch_match", "watch_disabled"}:
-            events.append(evt)
-    return events
-
-
 KINDS = {"watch_match": "watch_match", "watch_disabled": "watch_disabled", "completion": "completion"}
 
 
@@ -203,6 +314,18 @@ class Run:
         self.cond = threading.Condition()
 
 
+def awaiting(task):
+    """Where a pending task's coroutine chain waits (innermost last)."""
+    frames, coro = [], task.get_coro()
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            frames.append(f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} "
+                          f"{frame.f_code.co_name}")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return " > ".join(frames[-4:]) or "?"
+
+
 class Driver:
     def __init__(self, trace):
         self.trace = trace
@@ -213,19 +336,32 @@ class Driver:
         self.deliveries = []
         self.dead_letters = []
         self.runs = {}  # trace process name -> latest Run
-        self.by_sid = {}  # hermes session id -> Run
-        self.busy = set()
+        self.by_sid = {}  # hermes process session id -> Run
+        self.turns = {}  # thread -> (Turn, the task running hermes' handler)
+        self.parked = []  # message tasks hermes holds behind another turn
+        self.actions = []  # every tool call asked of an agent
+        self.fifos = 0
+        self.scripted = {}  # hermes session key -> Turns waiting for its agent
         self.current_evt = None
         self.sources = [source_of(o) for o in trace["threads"]]
-        self.config = GatewayConfig(sessions_dir=__import__("pathlib").Path(self.dir, "sessions"))
-        pr.CHECKPOINT_PATH = __import__("pathlib").Path(self.dir, "processes.json")
+        platforms = {s.platform for s in self.sources}
+        self.config = GatewayConfig(
+            sessions_dir=pathlib.Path(self.dir, "sessions"),
+            platforms={p: PlatformConfig(enabled=True, token="procroute") for p in platforms},
+        )
+        pr.CHECKPOINT_PATH = pathlib.Path(self.dir, "processes.json")
         pr.time = ClockedTime(self.clock)
+        ScriptedAgent.driver = self
         self.loop = None
         self.runner = None
         self._boot()
 
     # -- gateway lifecycle -------------------------------------------------
     def _boot(self):
+        """A gateway process starting: a new registry and runner on the same
+        files, then hermes' own GatewayRunner.start() (which connects the
+        adapters, recovers processes from the checkpoint and resumes their
+        watchers)."""
         self.loop = VirtualLoop(self.clock)
         asyncio.set_event_loop(self.loop)
         registry = pr.ProcessRegistry()
@@ -242,7 +378,9 @@ class Driver:
         registry._check_watch_patterns = observed_check
         pr.process_registry = registry
         runner = gr.GatewayRunner(self.config)
-        runner.adapters = {s.platform: Adapter(self, s.platform) for s in self.sources}
+        # The platform transport is ours: start() asks for an adapter per
+        # configured platform.
+        runner._create_adapter = lambda platform, _config: Adapter(self, platform)
         original = runner._inject_watch_notification
 
         async def observed(text, evt):
@@ -273,6 +411,8 @@ class Driver:
 
         runner._run_process_watcher = observed_watcher
         self.runner = runner
+        self._await(runner.start(), "GatewayRunner.start()", move_clock=True)
+        self._settle()
 
     def _crash(self, survive):
         old = pr.process_registry
@@ -285,22 +425,24 @@ class Driver:
             task.cancel()
         self.loop.run_until_complete(asyncio.sleep(0))
         self.loop.run_until_complete(asyncio.sleep(0))
+        # Agents blocked in a turn end (their results reach no one).
+        for turn, _task in self.turns.values():
+            turn.q.put(END)
+        for turn, _task in self.turns.values():
+            turn.finished.wait(WAIT_S)
+        self.turns.clear()
+        self.scripted.clear()
         self.loop.close()
-        self.busy.clear()
         for run in self.runs.values():
             if run.running and not survive:
                 self._signal(run, signal.SIGKILL)
                 self._join(run)
                 run.running = False
         self._boot()
-        registry = pr.process_registry
-        registry.recover_from_checkpoint()
-        watchers, registry.pending_watchers = registry.pending_watchers, []
-        for w in watchers:
-            self.loop.create_task(self.runner._run_process_watcher(w))
-        self._settle()
 
     def close(self):
+        for turn, _task in self.turns.values():
+            turn.q.put(END)
         for run in self.runs.values():
             if run.running:
                 self._signal(run, signal.SIGKILL)
@@ -319,6 +461,8 @@ class Driver:
             self.loop.close()
         except Exception:
             pass
+        if ScriptedAgent.driver is self:
+            ScriptedAgent.driver = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # -- the event loop on the virtual clock ---------------------------------
@@ -332,6 +476,48 @@ class Driver:
         raise RuntimeError(
             f"hermes' event loop did not settle: ready={list(loop._ready)[:3]} "
             f"due={[h for h in loop._scheduled if h.when() <= loop.time()][:3]}")
+
+    def _pump_until(self, done, what, move_clock=False, parked=None):
+        """Runs the loop until `done()`, for work hermes does on other threads
+        (the agent's executor). The virtual clock stands, unless
+        `move_clock`: then, when nothing is ready, it moves to the next timer
+        (hermes' startup sleeps, e.g. the adapters' settle second)."""
+        deadline = _real_time.monotonic() + WAIT_S
+        idle = 0
+        while not done():
+            if _real_time.monotonic() > deadline:
+                raise RuntimeError(f"hermes did not finish {what} within {WAIT_S} s")
+            self.loop.run_until_complete(asyncio.sleep(0))
+            if self.loop._ready:
+                idle = 0
+                continue
+            idle += 1
+            if parked is not None and idle > 200 and not self._agents_busy():
+                return  # the task waits on hermes' own timer or lock
+            if move_clock and idle > 4:
+                pending = [h.when() for h in self.loop._scheduled if not h._cancelled]
+                if pending:
+                    self.clock.now = max(self.clock.now, min(pending))
+                    idle = 0
+                    continue
+            # Wait for the other thread (its callbacks reach the loop
+            # through call_soon_threadsafe).
+            _real_time.sleep(0.0005)
+        self._settle()
+
+    def _agents_busy(self):
+        """Whether a scripted agent is making a tool call right now."""
+        return any(not a.done.is_set() for a in Action.running)
+
+    def _await(self, coro, what, move_clock=False):
+        return self._finish(self.loop.create_task(coro), what, move_clock)
+
+    def _finish(self, task, what, move_clock=False):
+        try:
+            self._pump_until(task.done, what, move_clock)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}; it waits at {awaiting(task)}") from None
+        return task.result()
 
     def _advance(self, seconds):
         target = self.clock.now + seconds
@@ -364,9 +550,12 @@ class Driver:
         self.deliveries.append(self._report(evt, event.text, destination_of(event.source)))
 
     def sent(self, platform, chat_id, text, metadata):
-        # adapter.send carries shutdown notices (no process) and the watcher's
+        # adapter.send carries shutdown notices (no process), the watcher's
         # text-only notice for a completion the agent already consumed
-        # (`[Background process <id> finished with exit code …`).
+        # (`[Background process <id> finished with exit code …`), and
+        # replies to users, which are not notifications.
+        if text.startswith(ONBOARDING):
+            return
         thread_id = metadata.get("thread_id")
         chat_type = next(
             (s.chat_type for s in self.sources
@@ -391,12 +580,104 @@ class Driver:
             "hermes-agent dropped the event: _inject_watch_notification found no "
             "route or no adapter (destination shown: the spawning thread)"))
 
-    # -- sessions and turns -------------------------------------------------------
-    def _touch(self, t):
+    # -- messages and turns, through hermes' own handler ----------------------
+    def key_of(self, t):
+        return self.runner._session_key_for_source(self.sources[t])
+
+    def claim_turn(self, session_key):
+        """The scripted agent of a turn hermes starts for `session_key`: the
+        trace's, or an empty one (a follow-up turn hermes runs by itself)."""
+        waiting = self.scripted.get(session_key)
+        if waiting:
+            return waiting.pop(0)
+        return Turn([END])
+
+    def _event(self, t, text):
         source = self.sources[t]
+        return MessageEvent(text=text, source=source, message_id=f"procroute-{self.step}")
+
+    def _handle(self, t, text):
+        """A user message in thread t, handed to hermes' message handler."""
+        return self.runner._handle_message(self._event(t, text))
+
+    def _deliver_message(self, t, text, until=None):
+        """A user message in thread t: as a platform adapter does, hermes'
+        handler runs in a task of its own; the loop runs until the task ends,
+        `until()` holds, or the task parks (hermes holds it behind another
+        turn of the same session: a queued follow-up or a turn lease)."""
+        task = self.loop.create_task(self._handle(t, text))
+        self._guard(t, lambda: self._pump_until(
+            lambda: task.done() or (until is not None and until()),
+            f"a message in thread {t}", parked=task))
+        if task.done():
+            self._guard(t, task.result)
+        else:
+            self.parked.append(task)
+        return task
+
+    def _whole_turn(self, t, actions=()):
+        """A user message on an idle thread: hermes runs a whole turn (its
+        agent makes `actions`, then ends), post-turn block included."""
+        turn = Turn(list(actions) + [END])
+        self.scripted.setdefault(self.key_of(t), []).append(turn)
+        self._deliver_message(t, f"procroute step {self.step}")
+
+    def _running(self, t):
+        """The running turn of t's hermes session: t's own, or that of
+        another trace thread hermes gives the same session key (then hermes
+        runs one agent for both, as it would)."""
+        if t in self.turns:
+            return self.turns[t]
+        key = self.key_of(t)
+        return next((v for u, v in self.turns.items() if self.key_of(u) == key), None)
+
+    def _turn_start(self, t):
+        shared = self._running(t)
+        if shared is not None:
+            # hermes' session is busy with another thread's turn: the
+            # message is queued by hermes' busy path, and t rides on the
+            # running turn of its session.
+            self._deliver_message(t, f"procroute step {self.step}")
+            self.turns[t] = shared
+            return
+        turn = Turn()
+        self.scripted.setdefault(self.key_of(t), []).append(turn)
+        task = self._deliver_message(t, f"procroute step {self.step}", until=turn.started.is_set)
+        self.turns[t] = (turn, task)
+
+    def _turn_end(self, t):
+        turn, task = self.turns.pop(t)
+        if any(v[0] is turn for v in self.turns.values()):
+            return  # another thread of the same hermes session still runs it
+        turn.q.put(END)
+        if not turn.started.is_set():
+            return  # hermes holds the turn behind another: it ends as soon as it runs
+        self._finish(task, f"ending the turn in thread {t}")
+
+    def _act(self, t, action):
+        """A tool call by the agent of thread t: inside its running turn, or
+        in a turn of its own."""
+        self.actions.append(action)
+        running = self._running(t)
+        if running is not None:
+            turn, task = running
+            turn.q.put(action)
+            if turn.started.is_set():
+                self._pump_until(lambda: action.done.is_set() or task.done(),
+                                 f"a {action.tool} call in thread {t}")
+        else:
+            self._whole_turn(t, [action])
+        if action.error is not None:
+            raise action.error
+        if not action.done.is_set():
+            return None  # hermes holds the turn: the call is made when it runs
+        return json.loads(action.reply or "{}")
+
+    def _guard(self, t, fn):
         try:
-            entry = self.runner.session_store.get_or_create_session(source)
+            return fn()
         except ValueError as exc:
+            source = self.sources[t]
             if source.platform.value != "whatsapp":
                 raise
             import traceback
@@ -405,30 +686,6 @@ class Driver:
                 f"hermes-agent cannot open a session for thread {t} "
                 f"({self.trace['threads'][t]!r}): ValueError: {exc} "
                 f"at {os.path.basename(where.filename)}:{where.lineno} {where.name}")
-        cache = getattr(self.runner, "_cache_session_source", None)
-        if cache is not None:  # 0.19.0's live LRU of sources (absent in 0.13.0)
-            cache(entry.session_key, source)
-        return entry
-
-    async def _post_turn(self):
-        registry = pr.process_registry
-        watchers, registry.pending_watchers = registry.pending_watchers, []
-        for w in watchers:
-            asyncio.get_event_loop().create_task(self.runner._run_process_watcher(w))
-        for evt in drain_watch_events(registry.completion_queue):
-            text = gr._format_gateway_process_notification(evt)
-            if text:
-                try:
-                    await self.runner._inject_watch_notification(text, evt)
-                except Exception:
-                    pass  # run.py logs and goes on
-
-    def _turn_end(self, t):
-        entry = self._touch(t)
-        self.loop.run_until_complete(self._post_turn())
-        self.runner._running_agents.pop(entry.session_key, None)
-        self.busy.discard(t)
-        self._settle()
 
     # -- processes ----------------------------------------------------------------
     def _consumed(self, session, chunk):
@@ -439,58 +696,47 @@ class Driver:
                 run.cond.notify_all()
 
     def _read(self, t, name):
-        # The agent of thread t's turn reads the process's log with hermes'
-        # own process tool (`process(action="log")`; ids are global). On an
-        # ended process whose whole output it shows, hermes marks the
-        # completion consumed (ProcessRegistry.read_log).
+        # The agent of thread t reads the process's log with hermes' own
+        # process tool (`process(action="log")`; ids are global). On an ended
+        # process whose whole output it shows, hermes marks the completion
+        # consumed (ProcessRegistry.read_log).
         run = self.runs.get(name)
         if run is None:
             return
-        entry = self._touch(t)
-        context = build_session_context(self.sources[t], self.runner.config, entry)
-        tokens = self.runner._set_session_env(context)
-        try:
-            pr._handle_process({"action": "log", "session_id": run.session.id},
-                               task_id=entry.session_key)
-        finally:
-            self.runner._clear_session_env(tokens)
+        self._act(t, Action("process", {"action": "log", "session_id": run.session.id}))
 
     def _spawn(self, t, name, watch, notify):
-        entry = self._touch(t)
-        inside_turn = t in self.busy
-        fifo = os.path.join(self.dir, f"run{len(self.by_sid) + 1}.fifo")
+        self.fifos += 1
+        fifo = os.path.join(self.dir, f"run{self.fifos}.fifo")
         os.mkfifo(fifo)
         fd = os.open(fifo, os.O_RDWR)
         command = (
             f"exec 3<{fifo}; while IFS= read -r l <&3; do case \"$l\" in "
             f"__exit__*) exit ${{l#__exit__ }};; *) printf '%s\\n' \"$l\";; esac; done"
         )
-        context = build_session_context(self.sources[t], self.runner.config, entry)
-        tokens = self.runner._set_session_env(context)
-        try:
-            reply = json.loads(tt.terminal_tool(
-                command=command,
-                background=True,
-                notify_on_complete=bool(notify),
-                watch_patterns=list(watch) or None,
-                task_id=entry.session_key,
-            ))
-        finally:
-            self.runner._clear_session_env(tokens)
-        sid = reply.get("session_id")
-        if not sid:
-            os.close(fd)
-            if "embedded null byte" in str(reply.get("error")):
-                raise Unexpressible(
-                    f"hermes-agent cannot start a background process from thread {t}: "
-                    f"a routing id contains NUL ({reply.get('error')})")
-            raise RuntimeError(f"terminal_tool did not start {name}: {reply}")
-        run = Run(name, pr.process_registry.get(sid), fd, t)
-        self.runs[name] = run
-        self.by_sid[sid] = run
-        if not inside_turn:
-            self.loop.run_until_complete(self._post_turn())
-            self._settle()
+        args = {"command": command, "background": True, "notify_on_complete": bool(notify)}
+        if watch:
+            args["watch_patterns"] = list(watch)
+
+        def started(action):
+            # On the agent's thread, right after hermes' terminal tool
+            # answered (now, or when hermes runs a turn it held).
+            reply = json.loads(action.reply or "{}")
+            sid = reply.get("session_id")
+            if not sid:
+                os.close(fd)
+                if "embedded null byte" in str(reply.get("error")):
+                    raise Unexpressible(
+                        f"hermes-agent cannot start a background process from thread {t}: "
+                        f"a routing id contains NUL ({reply.get('error')})")
+                raise RuntimeError(f"the terminal tool did not start {name}: {reply}")
+            run = Run(name, pr.process_registry.get(sid), fd, t)
+            self.runs[name] = run
+            self.by_sid[sid] = run
+
+        action = Action("terminal", args)
+        action.then = started
+        self._act(t, action)
 
     def _output(self, name, text):
         run = self.runs.get(name)
@@ -546,22 +792,29 @@ class Driver:
         for step, op in enumerate(self.trace["ops"]):
             self.step = step
             name, arg = (op, {}) if isinstance(op, str) else next(iter(op.items()))
+            t = arg.get("thread")
             if name == "message":
-                self._touch(arg["thread"])
-                if arg["thread"] not in self.busy:
-                    self._turn_end(arg["thread"])
+                if self._running(t) is not None:  # hermes' own busy path (queued follow-up)
+                    self._deliver_message(t, f"procroute step {step}")
+                else:
+                    self._whole_turn(t)
             elif name == "turn_start":
-                entry = self._touch(arg["thread"])
-                self.busy.add(arg["thread"])
-                self.runner._running_agents[entry.session_key] = object()
+                if t not in self.turns:
+                    self._turn_start(t)
             elif name == "turn_end":
-                if arg["thread"] in self.busy:
-                    self._turn_end(arg["thread"])
+                if t in self.turns:
+                    self._turn_end(t)
             elif name == "reset":
-                entry = self._touch(arg["thread"])
-                self.runner.session_store.reset_session(entry.session_key)
+                if self._running(t) is not None:
+                    # /new on a busy thread would end the running turn in
+                    # hermes; the trace's turn goes on, so the store is
+                    # reset directly (what /new calls).
+                    entry = self._guard(t, lambda: self.runner.session_store.get_or_create_session(self.sources[t]))
+                    self.runner.session_store.reset_session(entry.session_key)
+                else:
+                    self._deliver_message(t, "/new")
             elif name == "spawn":
-                self._spawn(arg["thread"], arg["process"], arg.get("watch", []), arg.get("notify", False))
+                self._spawn(t, arg["process"], arg.get("watch", []), arg.get("notify", False))
             elif name == "output":
                 self._output(arg["process"], arg["text"])
             elif name == "exit":
@@ -569,7 +822,7 @@ class Driver:
             elif name == "kill":
                 self._kill(arg["process"])
             elif name == "read":
-                self._read(arg["thread"], arg["process"])
+                self._read(t, arg["process"])
             elif name == "advance":
                 self._advance(arg["ms"] / 1000.0)
             elif name == "adapter":
@@ -577,10 +830,15 @@ class Driver:
             elif name == "restart":
                 self._crash(bool(arg["survive"]))
             elif name == "shutdown":
-                self.loop.run_until_complete(self.runner._notify_active_sessions_of_shutdown())
+                self._await(self.runner._notify_active_sessions_of_shutdown(), "the shutdown notices")
             else:
                 raise ValueError(f"unknown op {name!r}")
             self._settle()
+        # A tool call hermes made late (in a turn it held) fails the run as
+        # one made at once would.
+        for action in self.actions:
+            if action.error is not None:
+                raise action.error
         return {"deliveries": self.deliveries, "dead_letters": self.dead_letters}
 
 

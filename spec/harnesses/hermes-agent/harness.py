@@ -31,8 +31,27 @@ def private_dir(prefix):
 
 
 os.environ["HERMES_HOME"] = private_dir("procroute-hermes-")
+# Display settings of the user's config.yaml: no tool-progress messages in
+# chats (replies, not notifications). 0.19.0: no interim commentary either
+# (its stream consumer would hold each turn's end for up to 5 s). 0.13.0
+# polls for a stream consumer at every turn's end unless one exists, so
+# there interim commentary stays on (hermes' default) and the consumer the
+# gateway builds for it ends the turn promptly.
+import importlib.metadata as _md  # noqa: E402
+_interim = "" if _md.version("hermes-agent") == "0.13.0" else '  interim_assistant_messages: "off"\n'
+with open(os.path.join(os.environ["HERMES_HOME"], "config.yaml"), "w", encoding="utf-8") as _f:
+    _f.write('display:\n  tool_progress: "off"\n' + _interim)
 os.environ.setdefault("HERMES_BACKGROUND_NOTIFICATIONS", "result")
 os.environ.setdefault("TERMINAL_ENV", "local")
+# Traces run through hermes' own message handler: every sender is
+# authorised (no pairing flow), a message on a busy session is queued as a
+# follow-up (busy_input_mode "queue": the trace's turn ends at its turn_end,
+# not at the next message), and a provider is configured so hermes builds
+# its agent, which drive.py replaces by a scripted one (no model, no
+# network: the key is never sent anywhere).
+os.environ["GATEWAY_ALLOW_ALL_USERS"] = "true"
+os.environ["HERMES_GATEWAY_BUSY_INPUT_MODE"] = "queue"
+os.environ.setdefault("OPENROUTER_API_KEY", "procroute-scripted-agent")
 # hermes starts background processes with `bash -lic`: a login shell reads
 # ~/.bashrc. A private HOME keeps this machine's rc files (pyenv, …) out of
 # every spawn.
