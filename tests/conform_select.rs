@@ -53,3 +53,140 @@ fn known_failures_must_still_fail() {
         vec!["hermes-parse/b".to_owned()]
     );
 }
+
+// --- known failures pinned to their violations (issue 36) ---------------
+
+use procroute::check::conform::select::{check_pins, is_signature, parse_pins};
+
+fn failing(id: &str, violations: &[&str]) -> Outcome {
+    let mut o = Outcome::check(id, &["INV-4"], Some("INV-4: …".into()));
+    o.violations = violations.iter().map(|v| (*v).to_owned()).collect();
+    o
+}
+
+fn judged(outcomes: &mut [Outcome], list: &str) -> Vec<String> {
+    apply_known_failures(outcomes, &parse_known_failures(list));
+    check_pins(outcomes, &parse_pins(list))
+}
+
+#[test]
+fn a_known_case_that_gains_a_violation_fails_the_run() {
+    let list = "gen/1/7  # H-WATCH-DROPPED INV-4:watch_match\n";
+    let mut same = [failing("gen/1/7", &["INV-4:watch_match"])];
+    assert!(judged(&mut same, list).is_empty());
+    assert!(
+        same[0].expected_failure,
+        "the pinned violations: still a known failure"
+    );
+
+    // The seed bug's shape: the same case now also leaks a notice into
+    // another thread.
+    let mut leaked = [failing(
+        "gen/1/7",
+        &["INV-1:watch_match@t1", "INV-4:watch_match"],
+    )];
+    let changed = judged(&mut leaked, list);
+    assert!(!leaked[0].expected_failure, "a new violation is unexpected");
+    assert_eq!(changed.len(), 1);
+    assert!(
+        changed[0].contains("new INV-1:watch_match@t1"),
+        "{changed:?}"
+    );
+    assert!(leaked[0]
+        .detail
+        .as_deref()
+        .unwrap()
+        .starts_with("known failure gen/1/7 changed"));
+}
+
+#[test]
+fn a_known_case_whose_violations_change_place_or_vanish_fails() {
+    let list = "gen/1/8  # H-THREAD-USER INV-1:completion@t2 DELIVER-1:completion\n";
+    let mut moved = [failing(
+        "gen/1/8",
+        &["DELIVER-1:completion", "INV-1:completion@t0"],
+    )];
+    let changed = judged(&mut moved, list);
+    assert!(!moved[0].expected_failure);
+    assert!(
+        changed[0].contains("new INV-1:completion@t0"),
+        "{changed:?}"
+    );
+    assert!(
+        changed[0].contains("no longer INV-1:completion@t2"),
+        "{changed:?}"
+    );
+
+    let mut fewer = [failing("gen/1/8", &["DELIVER-1:completion"])];
+    let changed = judged(&mut fewer, list);
+    assert!(!fewer[0].expected_failure && changed[0].contains("no longer INV-1:completion@t2"));
+}
+
+#[test]
+fn pins_parse_finding_and_signatures_and_older_lines_match_by_id() {
+    let pins = parse_pins(
+        "# a comment line\nhermes-parse/profile  # H-PARSE-PROFILE\n\
+         gen/2/3  # H-LATE DELIVER-1:completion PROC-8:completion@t? INV-6:watch_match@t10\n",
+    );
+    assert_eq!(pins.len(), 2);
+    assert_eq!(pins[0].finding.as_deref(), Some("H-PARSE-PROFILE"));
+    assert!(pins[0].signatures.is_empty());
+    assert_eq!(pins[1].signatures.len(), 3);
+    for good in [
+        "INV-1",
+        "DELIVER-6:shutdown",
+        "INV-1:completion@t3",
+        "INV-6:watch_match@t?",
+    ] {
+        assert!(is_signature(good), "{good}");
+    }
+    for bad in [
+        "H-LATE",
+        "INV-1:",
+        "INV-1:bogus",
+        "INV-1:completion@x",
+        "inv-1",
+        "INV-",
+    ] {
+        assert!(!is_signature(bad), "{bad}");
+    }
+    // A line without signatures keeps the old meaning: the id alone.
+    let mut o = [failing("hermes-parse/profile", &["INV-4:watch_match"])];
+    assert!(judged(&mut o, "hermes-parse/profile  # H-PARSE-PROFILE\n").is_empty());
+    assert!(o[0].expected_failure);
+}
+
+#[test]
+fn signatures_name_the_rule_the_kind_and_the_thread_a_notice_landed_in() {
+    use procroute::check::conform::trace::{Trace, TraceResult};
+    use procroute::check::model::judge::{judge, signatures};
+    let trace: Trace = serde_json::from_value(serde_json::json!({
+        "threads": [
+            {"platform": "telegram", "chat_type": "group", "chat_id": "-100", "thread_id": "1"},
+            {"platform": "telegram", "chat_type": "group", "chat_id": "-100", "thread_id": "2"}
+        ],
+        "ops": [
+            {"spawn": {"thread": 0, "process": "p1", "watch": [], "notify": true}},
+            {"message": {"thread": 1}},
+            {"exit": {"process": "p1", "code": 0}}
+        ]
+    }))
+    .unwrap();
+    // The seed bug: the completion lands in the thread of the latest
+    // foreground message.
+    let result: TraceResult = serde_json::from_value(serde_json::json!({
+        "deliveries": [{
+            "step": 2, "process": "p1", "kind": "completion", "text": "p1 exited 0",
+            "destination": {"platform": "telegram", "chat_type": "group", "chat_id": "-100", "thread_id": "2"}
+        }],
+        "dead_letters": []
+    }))
+    .unwrap();
+    let v = judge(&trace, &result);
+    let sigs = signatures(&trace, &v);
+    assert!(
+        sigs.iter().any(|s| s == "INV-6:completion@t1"),
+        "{sigs:?} from {v:?}"
+    );
+    assert!(sigs.iter().all(|s| is_signature(s)), "{sigs:?}");
+}

@@ -374,6 +374,10 @@ fn main() -> ExitCode {
             );
             let mut report = report;
             let now_passing = conform::select::apply_known_failures(&mut report.outcomes, &known);
+            let changed = conform::select::check_pins(
+                &mut report.outcomes,
+                &conform::select::parse_pins(&known_text),
+            );
             conform::select::tag_findings(
                 &mut report.outcomes,
                 &conform::select::parse_known_findings(&known_text),
@@ -404,6 +408,9 @@ fn main() -> ExitCode {
             let _ = io::stdout().write_all(text.as_bytes());
             for id in &now_passing {
                 eprintln!("procroute: known failure {id} now passes: remove it from the list");
+            }
+            for why in &changed {
+                eprintln!("procroute: {why}");
             }
             if report.unexpected() == 0 && now_passing.is_empty() {
                 ExitCode::SUCCESS

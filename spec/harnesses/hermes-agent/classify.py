@@ -4,6 +4,14 @@ FINDINGS.md, mechanically, and writes the known-failures list.
 
     run.sh --format json --save DIR > report.json    # a run that shrinks
     classify.py report.json DIR > known-failures-0.19.0.txt
+    classify.py --check report.json DIR known-failures-0.19.0.txt
+
+Each line pins the case's finding and the signature of every violation
+the judge found in it (`conform`'s `violations`: `RULE`, `RULE:kind`,
+`RULE:kind@tN`), so `conform` fails when a known case's violations change.
+`--check` (run.sh runs it after every run) re-derives the finding of every
+failing case and exits 1 naming each case whose finding differs from the
+list's, or that the list does not have.
 
 A failure that fits no finding is printed to stderr and the script exits 1:
 then FINDINGS.md needs a new entry (or the harness a fix), never a silent
@@ -122,6 +130,8 @@ def classify(rule, violation, trace):
         return "H-WATCH-LOST"
     if rule == "PROC-5":
         return "H-PROMOTED"
+    if rule == "PROC-3":
+        return "H-EXCERPT"
     if rule in ("DELIVER-1", "INV-8"):
         return "H-LATE"
     if rule == "DELIVER-2":
@@ -136,6 +146,10 @@ def classify(rule, violation, trace):
         fate = restart_fate(ops, proc)
         if fate:
             return fate
+        homes = [threads[s["thread"]] for s in spawns]
+        if rule == "PROC-7" and any(strip_unstable(h["chat_id"]) or strip_unstable(h.get("thread_id"))
+                                    for h in homes):
+            return "H-STRIP"  # 0.13.0 drops what it cannot route to the stripped id
         if kind == "completion" and down_after_end(ops, proc):
             return "H-OUTAGE-LOST"
         if "which its output tail must quote" in violation:
@@ -182,7 +196,66 @@ def restart_fate(ops, proc):
     return None
 
 
+def derive(o, save_dir):
+    """The finding of one failing outcome, or None."""
+    oid = o["id"]
+    finding = BY_VECTOR.get(without_policy(oid))
+    if finding is None and oid.startswith("gen/"):
+        seed, n = oid.split("/")[1:3]
+        # The shrunk trace where the runner shrank it, else the original.
+        for name in (f"gen-{seed}-{n}.json", f"gen-{seed}-{n}-original.json"):
+            path = os.path.join(save_dir, name)
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    finding = classify_trace(json.load(f))
+                break
+    if finding is None and oid.startswith("trace/"):
+        # A stored trace: its headline is the detail's first line.
+        path = os.path.join(ROOT, "spec/vectors/traces", oid[len("trace/"):] + ".json")
+        head = (o.get("detail") or "").split("\n", 1)[0]
+        rule, _, violation = head.partition(": ")
+        with open(path, encoding="utf-8") as f:
+            finding = classify(rule, violation, json.load(f)["trace"])
+    return finding
+
+
+def listed(path):
+    """case id -> finding, from a known-failures file."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            case, _, comment = line.partition("#")
+            case, words = case.strip(), comment.split()
+            if case and words:
+                out[case] = words[0]
+    return out
+
+
+def check(report_path, save_dir, known_path):
+    with open(report_path, encoding="utf-8") as f:
+        outcomes = json.load(f)["outcomes"]
+    known = listed(known_path)
+    bad = 0
+    for o in outcomes:
+        if o["passed"] or (o.get("detail") or "").startswith("errored"):
+            continue
+        finding = derive(o, save_dir)
+        want = known.get(o["id"])
+        if want is not None and finding != want:
+            print(f"{o['id']}: the list says {want}, this run derives {finding or 'no finding'}",
+                  file=sys.stderr)
+            bad += 1
+        elif want is None and finding is None:
+            print(f"{o['id']}: fits no finding: {(o.get('detail') or '')[:300]}", file=sys.stderr)
+            bad += 1
+    print(f"classify --check: {len([o for o in outcomes if not o['passed']])} failing case(s), "
+          f"{bad} whose finding differs from {os.path.basename(known_path)}", file=sys.stderr)
+    sys.exit(1 if bad else 0)
+
+
 def main():
+    if sys.argv[1] == "--check":
+        check(*sys.argv[2:5])
     report_path, save_dir = sys.argv[1], sys.argv[2]
     with open(report_path, encoding="utf-8") as f:
         outcomes = json.load(f)["outcomes"]
@@ -191,30 +264,16 @@ def main():
         if o["passed"]:
             continue
         oid = o["id"]
-        finding = BY_VECTOR.get(without_policy(oid))
-        if finding is None and oid.startswith("gen/"):
-            seed, n = oid.split("/")[1:3]
-            # The shrunk trace where the runner shrank it, else the original.
-            for name in (f"gen-{seed}-{n}.json", f"gen-{seed}-{n}-original.json"):
-                path = os.path.join(save_dir, name)
-                if os.path.exists(path):
-                    with open(path, encoding="utf-8") as f:
-                        finding = classify_trace(json.load(f))
-                    break
-        if finding is None and oid.startswith("trace/"):
-            # A stored trace: its headline is the detail's first line.
-            path = os.path.join(ROOT, "spec/vectors/traces", oid[len("trace/"):] + ".json")
-            head = (o.get("detail") or "").split("\n", 1)[0]
-            rule, _, violation = head.partition(": ")
-            with open(path, encoding="utf-8") as f:
-                finding = classify(rule, violation, json.load(f)["trace"])
+        finding = derive(o, save_dir)
         if finding is None:
             unexplained.append(f"{oid}: {(o.get('detail') or '')[:300]}")
             continue
         counts[finding] = counts.get(finding, 0) + 1
-        lines.append(f"{oid}  # {finding}")
+        pins = " ".join(o.get("violations") or [])
+        lines.append(f"{oid}  # {finding}{' ' + pins if pins else ''}")
     print("# hermes-agent known failures; each one is explained in FINDINGS.md under")
-    print("# the finding named after it. Generated by classify.py from a shrinking run:")
+    print("# the finding named after it, and pinned to the signatures of all its")
+    print("# violations (conform fails when they change). Generated by classify.py:")
     print("#   " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     for line in lines:
         print(line)

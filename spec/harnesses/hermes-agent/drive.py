@@ -187,6 +187,11 @@ WAIT_S = 10.0
 import inspect as _inspect
 LIVE_OUTPUT = "read1" in _inspect.getsource(pr.ProcessRegistry._reader_loop)
 
+# hermes-agent 0.13.0 ends every turn by waiting up to 5 s for a stream
+# consumer that a turn without streaming never creates (0.19.0 cancels the
+# wait): there the virtual clock moves through that wait, as a real one would.
+TURN_END_WAITS = "_has_stream_consumer" not in _inspect.getsource(gr)
+
 # The process watcher task a delivery is made from (its event), for hermes
 # versions whose watcher does not pass through _inject_watch_notification.
 WATCHER_EVENT = contextvars.ContextVar("procroute_watcher_event", default=None)
@@ -546,7 +551,12 @@ class Driver:
         return d
 
     def delivered(self, event):
-        evt = self.current_evt or WATCHER_EVENT.get() or {}
+        evt = self.current_evt or WATCHER_EVENT.get()
+        if evt is None:
+            # An internal event that is no process notification: hermes'
+            # startup resumes an interrupted turn (`resume_pending`) or
+            # redelivers an answer the same way.
+            return
         self.deliveries.append(self._report(evt, event.text, destination_of(event.source)))
 
     def sent(self, platform, chat_id, text, metadata):
@@ -608,7 +618,8 @@ class Driver:
         task = self.loop.create_task(self._handle(t, text))
         self._guard(t, lambda: self._pump_until(
             lambda: task.done() or (until is not None and until()),
-            f"a message in thread {t}", parked=task))
+            f"a message in thread {t}", move_clock=TURN_END_WAITS and until is None,
+            parked=task))
         if task.done():
             self._guard(t, task.result)
         else:
@@ -652,7 +663,7 @@ class Driver:
         turn.q.put(END)
         if not turn.started.is_set():
             return  # hermes holds the turn behind another: it ends as soon as it runs
-        self._finish(task, f"ending the turn in thread {t}")
+        self._finish(task, f"ending the turn in thread {t}", move_clock=TURN_END_WAITS)
 
     def _act(self, t, action):
         """A tool call by the agent of thread t: inside its running turn, or

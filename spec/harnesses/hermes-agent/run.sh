@@ -3,8 +3,10 @@
 #   spec/harnesses/hermes-agent/run.sh                # 0.19.0
 #   HERMES_VERSION=0.13.0 spec/harnesses/hermes-agent/run.sh
 # Extra arguments go to `procroute conform` (e.g. --only 'gen/*' --cases 50).
-# Known failures are listed per version in known-failures-<version>.txt and
-# explained in FINDINGS.md.
+# Known failures are listed per version in known-failures-<version>.txt,
+# each pinned to its finding and the signatures of all its violations, and
+# explained in FINDINGS.md. After the run, classify.py --check re-derives
+# the finding of every failing case and fails when one differs from the list.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -17,9 +19,25 @@ procroute="${PROCROUTE:-$root/target/release/procroute}"
 known="${KNOWN_FAILURES-$here/known-failures-$version.txt}"
 known_args=()
 [ -n "$known" ] && [ -f "$known" ] && known_args=(--known-failures "$known")
+# The report and the saved traces classify.py reads: the caller's
+# --json-out / --save where given, else a temporary folder.
+work="$(mktemp -d "${TMPDIR:-/tmp}/procroute-hermes-run-XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+report="$work/report.json" save="$work/save" args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --json-out) report="$2"; shift 2 ;;
+    --save) save="$2"; shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
 # JOBS harness processes (default: the cores). Each has its own HERMES_HOME,
-# HOME and process registry; outcomes are the same for any number (only the
-# random process ids hermes-agent writes into its texts differ)
-# (BENCHMARKS.md, "Harness workers").
-exec "$procroute" conform --validate --timeout-ms 30000 --cases "${CASES:-300}" --jobs "${JOBS:-$(nproc)}" \
-  --impl "$python $here/harness.py" "${known_args[@]}" "$@"
+# HOME and process registry (BENCHMARKS.md, "Harness workers").
+status=0
+"$procroute" conform --validate --timeout-ms 60000 --cases "${CASES:-100}" --jobs "${JOBS:-$(nproc)}" \
+  --impl "$python $here/harness.py" --json-out "$report" --save "$save" \
+  "${known_args[@]}" "${args[@]}" || status=$?
+if [ -n "$known" ] && [ -f "$known" ] && [ -f "$report" ]; then
+  python3 "$here/classify.py" --check "$report" "$save" "$known" || status=1
+fi
+exit "$status"

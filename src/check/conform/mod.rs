@@ -45,6 +45,12 @@ pub struct Outcome {
     /// (`id  # FINDING`), explained in the implementation's FINDINGS.md.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finding: Option<String>,
+    /// For a failing trace case: the signature of every violation the one
+    /// judge found in it (`RULE`, `RULE:kind`, `RULE:kind@tN`; sorted, each
+    /// once), on the trace as run (before shrinking). What a known-failures
+    /// line pins (`select::check_pins`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<String>,
     /// For a failing trace case: the counterexample as a trace file (what
     /// `procroute replay` runs) and what the implementation reported for
     /// it, so a report can draw it (`procroute report`).
@@ -73,6 +79,7 @@ impl Outcome {
             skipped: None,
             expected_failure: false,
             finding: None,
+            violations: Vec::new(),
             counterexample: None,
         }
     }

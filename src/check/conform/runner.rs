@@ -704,6 +704,7 @@ fn run_stored(
                     let detail = failure_detail(&v, &f.trace, &result, &note);
                     let broken: Vec<&str> = v.iter().map(|v| v.rule.as_str()).collect();
                     let mut o = Outcome::check(f.id.clone(), &broken, Some(detail));
+                    o.violations = crate::check::model::judge::signatures(&f.trace, &v);
                     o.counterexample = Some(Box::new(Counterexample { file: f, result }));
                     out.push(o);
                 }
@@ -872,14 +873,19 @@ pub fn run_traces_covered(
             out.push(Outcome::pass(id, &cited));
             continue;
         };
+        let signatures = crate::check::model::judge::signatures(&trace, &violations);
         if cfg.known.iter().any(|p| super::select::glob(p, &id)) {
             let file = trace_file(cfg, &id, &started, &first, &trace, None);
-            save(cfg, n, &file);
-            let detail = format!(
-                "{}: {} (known failure: not shrunk)",
-                first.rule, first.detail
-            );
+            let path = save(cfg, n, &file);
+            // Every violation, not only the first: a known case is pinned
+            // to all of them (`select::check_pins`).
+            let mut note = "known failure: not shrunk".to_owned();
+            if let Some(path) = path {
+                note.push_str(&format!("; saved {}", path.display()));
+            }
+            let detail = failure_detail(&violations, &trace, &result, &note);
             let mut o = Outcome::check(id, &[first.rule.as_str()], Some(detail));
+            o.violations = signatures;
             // The first known failure of each rule carries its trace as
             // generated, so a report can draw one example per rule without
             // carrying hundreds.
@@ -900,7 +906,9 @@ pub fn run_traces_covered(
                 note.push_str(&format!("; saved {}", path.display()));
             }
             let detail = failure_detail(&violations, &trace, &result, &note);
-            out.push(Outcome::check(id, &[first.rule.as_str()], Some(detail)));
+            let mut o = Outcome::check(id, &[first.rule.as_str()], Some(detail));
+            o.violations = signatures;
+            out.push(o);
             continue;
         }
         *count += 1;
@@ -957,6 +965,7 @@ pub fn run_traces_covered(
         let detail = failure_detail(&small_v, &small, &small_result, &note);
         let rules: Vec<&str> = vec![first.rule.as_str()];
         let mut o = Outcome::check(id, &rules, Some(detail));
+        o.violations = signatures;
         o.counterexample = Some(Box::new(Counterexample {
             file,
             result: small_result,

@@ -105,6 +105,128 @@ pub fn parse_known_findings(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// One known-failures line: the case (id or glob), its finding, and the
+/// signatures of the violations it is pinned to
+/// (`gen/1/7  # H-WATCH-DROPPED INV-4:watch_match DELIVER-1:completion`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    /// The case id or glob.
+    pub pattern: String,
+    /// The finding (FINDINGS.md heading), if the line names one.
+    pub finding: Option<String>,
+    /// The violation signatures ([`crate::check::model::judge::Violation::signature`]).
+    pub signatures: BTreeSet<String>,
+}
+
+/// Whether a word of a known-failures comment is a violation signature:
+/// a rule id (`INV-1`, `DELIVER-6`), then `:kind`, then `@tN` or `@t?`.
+pub fn is_signature(word: &str) -> bool {
+    let (rule, rest) = word.split_once(':').unwrap_or((word, ""));
+    // Rule families are words (INV, PROC, DELIVER…); findings are a
+    // letter and a name (H-LATE, O-CASE).
+    let rule_ok = rule.split_once('-').is_some_and(|(a, b)| {
+        a.len() >= 2
+            && a.bytes().all(|c| c.is_ascii_uppercase())
+            && !b.is_empty()
+            && b.bytes().all(|c| c.is_ascii_alphanumeric())
+    });
+    if !rule_ok {
+        return false;
+    }
+    if rest.is_empty() {
+        return !word.contains(':');
+    }
+    let (kind, at) = rest.split_once('@').unwrap_or((rest, ""));
+    let kind_ok = ["watch_match", "watch_disabled", "completion", "shutdown"].contains(&kind);
+    let at_ok = !rest.contains('@')
+        || at == "t?"
+        || at
+            .strip_prefix('t')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
+    kind_ok && at_ok
+}
+
+/// Parses every line of a known-failures file into a [`Pin`]: the first
+/// word of the comment is the finding unless it is a signature; every
+/// signature word after it is pinned; other words are prose.
+pub fn parse_pins(text: &str) -> Vec<Pin> {
+    text.lines()
+        .filter_map(|l| {
+            let (pattern, comment) = l.split_once('#').unwrap_or((l, ""));
+            let pattern = pattern.trim();
+            if pattern.is_empty() {
+                return None;
+            }
+            let mut words = comment.split_whitespace().peekable();
+            let finding = words
+                .peek()
+                .filter(|w| !is_signature(w))
+                .map(|w| (*w).to_owned());
+            if finding.is_some() {
+                words.next();
+            }
+            Some(Pin {
+                pattern: pattern.to_owned(),
+                finding,
+                signatures: words
+                    .filter(|w| is_signature(w))
+                    .map(str::to_owned)
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// Holds every known failure to what its line pins: a failing trace case
+/// (one with violation signatures) whose signatures differ from its line's
+/// (a new rule, a new thread a notice landed in, a violation gone) is no
+/// longer an expected failure; its detail names the change. A line that
+/// pins nothing matches by id alone, as lists did before pins. Returns one
+/// message per changed case.
+pub fn check_pins(outcomes: &mut [Outcome], pins: &[Pin]) -> Vec<String> {
+    let mut changed = Vec::new();
+    for o in outcomes.iter_mut() {
+        if !o.expected_failure || o.violations.is_empty() {
+            continue;
+        }
+        let Some(pin) = pins.iter().find(|p| glob(&p.pattern, &o.id)) else {
+            continue;
+        };
+        let now: BTreeSet<String> = o.violations.iter().cloned().collect();
+        if now == pin.signatures {
+            continue;
+        }
+        if pin.signatures.is_empty() {
+            // A line that pins nothing (an older list) matches by id alone.
+            continue;
+        }
+        let new: Vec<&str> = now
+            .difference(&pin.signatures)
+            .map(String::as_str)
+            .collect();
+        let gone: Vec<&str> = pin
+            .signatures
+            .difference(&now)
+            .map(String::as_str)
+            .collect();
+        let mut why = format!("known failure {} changed:", o.id);
+        if !new.is_empty() {
+            why.push_str(&format!(" new {}", new.join(" ")));
+        }
+        if !gone.is_empty() {
+            why.push_str(&format!(
+                "{} no longer {}",
+                if new.is_empty() { "" } else { ";" },
+                gone.join(" ")
+            ));
+        }
+        o.expected_failure = false;
+        o.detail = Some(format!("{why}\n{}", o.detail.as_deref().unwrap_or("")));
+        changed.push(why);
+    }
+    changed
+}
+
 /// Names, on every expected failure, the finding of the first line of
 /// `findings` ([`parse_known_findings`]) whose pattern matches its id.
 pub fn tag_findings(outcomes: &mut [Outcome], findings: &[(String, String)]) {

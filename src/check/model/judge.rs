@@ -38,6 +38,60 @@ pub struct Violation {
     pub detail: String,
 }
 
+impl Violation {
+    /// What a known-failures list pins (`RULE`, `RULE:kind`, or
+    /// `RULE:kind@tN`): the rule; the kind of notification it is about,
+    /// where the sentence names one; and, for a misrouted notice (INV-1,
+    /// INV-6), the index of the trace thread it landed in (`@t?` when it
+    /// landed in none of them). Two violations with one signature are the
+    /// same finding in the same place; a new signature in a known case is
+    /// a new failure (`conform` reports it by name).
+    pub fn signature(&self, trace: &Trace) -> String {
+        let mut sig = self.rule.clone();
+        // Sentences about one notification start with `what()`:
+        // `<process> <kind> to <destination>…`.
+        let mut words = self.detail.splitn(3, ' ');
+        let (_, kind, rest) = match self.detail.strip_prefix("(no process) ") {
+            Some(r) => {
+                let mut w = r.splitn(2, ' ');
+                ("", w.next(), w.next())
+            }
+            None => (words.next().unwrap_or(""), words.next(), words.next()),
+        };
+        let kind = kind
+            .filter(|k| ["watch_match", "watch_disabled", "completion", "shutdown"].contains(k));
+        let Some(kind) = kind.filter(|_| rest.is_some_and(|r| r.starts_with("to {"))) else {
+            return sig;
+        };
+        sig.push(':');
+        sig.push_str(kind);
+        if self.rule == "INV-1" || self.rule == "INV-6" {
+            let json = rest.and_then(|r| r.strip_prefix("to ")).unwrap_or("");
+            let mut de = serde_json::Deserializer::from_str(json).into_iter::<Place>();
+            let landed = de.next().and_then(Result::ok);
+            let index = landed.and_then(|p| {
+                trace.threads.iter().position(|t| {
+                    p.platform == t.platform
+                        && p.chat_type == t.chat_type
+                        && p.chat_id == t.chat_id
+                        && p.thread_id == t.thread_id
+                })
+            });
+            match index {
+                Some(i) => sig.push_str(&format!("@t{i}")),
+                None => sig.push_str("@t?"),
+            }
+        }
+        sig
+    }
+}
+
+/// Every violation's signature ([`Violation::signature`]), sorted, each once.
+pub fn signatures(trace: &Trace, violations: &[Violation]) -> Vec<String> {
+    let set: BTreeSet<String> = violations.iter().map(|v| v.signature(trace)).collect();
+    set.into_iter().collect()
+}
+
 /// Every rule the trace judge can tag (the coverage table's rows).
 pub const JUDGED: &[&str] = &[
     "INV-1",
