@@ -29,19 +29,23 @@
 //                   Telegram helpers make its inbound context
 //                   (resolveTelegramMessageThreadSpec,
 //                   buildTelegramInboundOriginTarget, buildTelegramGroupFrom)
-//                   and recordInboundSessionMeta updates the session's
-//                   delivery state, as the Telegram ingress does.
+//                   and OpenClaw's recordInboundSession records it, for
+//                   every message, as the Telegram message handler does:
+//                   session metadata and the session's last route moved to
+//                   this chat and topic (updateSessionLastRoute).
 //   turn_start t /  t's session has a reply run in flight / no longer: the
-//   turn_end t      heartbeat's busy check (deps.isReplyRunActive,
+//   turn_end t      heartbeat's busy check (isReplyRunActive,
 //                   listActiveReplyRunSessionKeys) sees it.
 //   read t p        the agent of t's session polls p (OpenClaw's process
 //                   tool, createProcessTool, scoped to t's session key as
 //                   the agent runtime scopes it): a poll that sees the end
 //                   marks it observed and withdraws a queued completion.
-//   advance ms      moves the trace's clock: OpenClaw's exec-completion path
-//                   has no timer of its own; the one that matters is the
-//                   periodic heartbeat (every 30 min), which retries events
-//                   a failed send left queued (see `wake` below).
+//   advance ms      moves the trace's clock: the clocks of OpenClaw's wake
+//                   scheduler and heartbeat runner scheduler jump by ms (their
+//                   cooldowns, spacing and retries run on the trace's clock,
+//                   gateway.mjs), and every 30 minutes of it OpenClaw's
+//                   periodic heartbeat is requested, as its cron service
+//                   requests it.
 //   adapter up/down while down, the fake Telegram Bot API answers every call
 //                   with 502 Bad Gateway (the adapter's state, not
 //                   OpenClaw's); on coming back up, Telegram's reconnect
@@ -54,17 +58,19 @@
 //                   they keep running, known to no gateway (OpenClaw has no
 //                   checkpoint of them). Every turn ends.
 //
-// After every op the session-event wake runs for every session key with a
-// pending exec completion that is not busy, as OpenClaw's wake scheduler does
-// (coalesceMs 0; a busy session is skipped and retried after the next op):
-// runHeartbeatOnce, with the agent's reply produced by a stub agent
-// (deps.getReplyFromConfig) that relays every `Exec …` line of its prompt
-// verbatim — the one part of the path that is a model in production. Its
-// reply goes out through OpenClaw's real Telegram channel code to a fake
-// Telegram Bot API on 127.0.0.1 (channels.telegram.apiRoot); every
-// sendMessage it receives is a delivery, to the chat and topic it names, for
-// each process whose event that heartbeat consumed, with the message's
-// line that is that event.
+// After every op the gateway settles: the wake scheduler's timers that are
+// due on the trace's clock fire (maybeNotifyOnExit's wake: at once; a wake
+// skipped because the session is busy: 1 s later; one deferred by the
+// heartbeat runner's cooldown: when that ends), and OpenClaw's heartbeat
+// runner runs runHeartbeatOnce with the agent's reply produced by a stub
+// agent (deps.getReplyFromConfig) that relays every `Exec …` line of its
+// prompt verbatim — the one part of the path that is a model in
+// production. Its reply goes out through OpenClaw's real Telegram channel
+// code to a fake Telegram Bot API on 127.0.0.1 (channels.telegram.apiRoot);
+// every sendMessage it receives is a delivery, to the chat and topic it
+// names, for each process whose event the heartbeat consumed, with the
+// message's line that is that event. An event consumed without a message
+// naming it is a dead letter (no_route when it carried no target).
 import { mkdtempSync, rmSync, openSync, closeSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
@@ -75,19 +81,18 @@ import { fileURLToPath } from "node:url";
 
 const WAIT_MS = 10_000;
 const CALL_MS = 60_000;
-const HEARTBEAT_EVERY_MS = 30 * 60_000; // agents.defaults.heartbeat.every
 const debug = (...a) => {
-  if (process.env.PROCROUTE_DEBUG) console.error("[drive]", ...a);
+  if (process.env.PROCROUTE_DEBUG) console.error("[drive]", Math.round(performance.now()), ...a);
 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export class Unexpressible extends Error {}
 
-// The trace's clock is not OpenClaw's: OpenClaw measures time with
-// Date.now() and real timers, also for leases on its durable delivery
-// queue, which a skewed clock breaks ("Delivery platform claim was lost").
-// The harness keeps the trace's clock itself and runs, on it, the one timer
-// the exec-completion path depends on: the periodic heartbeat.
+// The trace's clock is OpenClaw's where it decides when a completion is
+// answered (the wake scheduler and the heartbeat runner's scheduler run on
+// it: gateway.mjs); elsewhere OpenClaw keeps the machine's clock, which its
+// delivery queue's leases need (a skewed clock in one thread breaks them:
+// "Delivery platform claim was lost").
 
 // One OpenClaw gateway: a child process running gateway.mjs.
 class Gateway {
@@ -154,6 +159,23 @@ class Gateway {
     });
   }
 
+  // A gateway booted ahead of a restart the trace has coming (booting takes
+  // seconds: OpenClaw's module graph): it has only loaded OpenClaw's
+  // modules, touched no state and run nothing, so taking it over at the
+  // restart is the same as booting then.
+  static spare(api) {
+    if (!api.spare) {
+      api.spare = Gateway.start(api.dir);
+      api.spare.catch(() => {});
+    }
+  }
+
+  static async next(api) {
+    const gw = api.spare ?? Gateway.start(api.dir);
+    api.spare = null;
+    return await gw;
+  }
+
   // A crash: SIGKILL, no shutdown code runs.
   async crash() {
     this.dead = "killed (a gateway crash)";
@@ -164,7 +186,7 @@ class Gateway {
 }
 
 export async function init(dir, routing) {
-  const api = { routing, dir, gateway: await Gateway.start(dir) };
+  const api = { routing, dir, skew: 0, epoch: Date.now(), gateway: await Gateway.start(dir) };
   // The fake Telegram Bot API: records every call, answers like Telegram.
   // It lives here, not in the gateway: the platform outlives a crash.
   const calls = [];
@@ -251,12 +273,16 @@ export async function runTrace(api, trace, dmScope = "main") {
   // can only be drained to that trace's chats, with text naming that
   // trace's exec sessions: no delivery of this trace is attributed to it.
   await api.gateway.call("resetEvents");
+  await api.gateway.call("begin", { cfg, now: 0, skew: api.skew, epoch: api.epoch });
+  const restarts = trace.ops.filter((op) => typeof op === "object" && "restart" in op).length;
+  let restarted = 0;
+  if (restarts > 0) Gateway.spare(api);
   api.calls.length = 0;
   const threads = trace.threads;
   const keys = threads.map((o) => sessionKeyOf(api, o, dmScope));
-  const busy = new Set();
   const runs = new Map(); // process name -> { id, pid, fifo, fd, thread, gateway }
   const byId = new Map(); // OpenClaw exec session id -> process name
+  const homeById = new Map(); // OpenClaw exec session id -> the spawning thread
   const deliveries = [];
   const deadLetters = [];
   let fifoN = 0;
@@ -282,14 +308,16 @@ export async function runTrace(api, trace, dmScope = "main") {
     return { platform: "telegram", chat_type: chatType, chat_id: chat, ...(topic ? { thread_id: topic } : {}) };
   };
 
-  // OpenClaw's wake scheduler runs a heartbeat when an event is enqueued
-  // (requestSessionEventWake); a heartbeat skipped because the session is
-  // busy is retried (after 1 s: here, after the next op); a heartbeat whose
-  // send failed leaves the events queued (nothing consumed) and is not
-  // retried by the wake scheduler: the events wait for the next event of
-  // that session key or the periodic heartbeat (agents.defaults.heartbeat
-  // every "30m"), which we run when the trace's clock passes it.
-  const parked = new Map(); // session key -> { until, ids }
+  // OpenClaw's own wake scheduler decides when a completion is answered:
+  // maybeNotifyOnExit requests a session-event wake, the scheduler (its
+  // timers on the trace's clock, gateway.mjs) runs OpenClaw's heartbeat
+  // runner, whose busy check, cooldowns and retries are OpenClaw's. After
+  // every op the gateway settles (runs what is due on the trace's clock);
+  // the events that were queued before and are gone after were consumed,
+  // and every message the fake Bot API received meanwhile is attributed to
+  // the events whose lines it carries. A send that failed leaves its events
+  // queued; OpenClaw's periodic heartbeat (every 30 minutes of the trace's
+  // clock, requested as its cron service requests it) may answer them.
   const seen = new Map(); // event id -> every exec event seen in a queue
   // Each event's notification is its own line of a message: the stub agent
   // relays each event's line of the prompt verbatim (the event text, or for
@@ -315,44 +343,55 @@ export async function runTrace(api, trace, dmScope = "main") {
     }
     return found;
   };
-  const wake = async (step) => {
+  const settle = async (step) => {
+    const before = api.calls.length;
+    const pending = new Map();
     for (const key of new Set(keys)) {
-      if (busy.has(key)) continue;
-      const pending = (await gw().call("peek", { key })).filter((e) => /^Exec /.test(e.text));
-      for (const e of pending) seen.set(e.id, e);
-      if (pending.length === 0) continue;
-      const p = parked.get(key);
-      if (p && now < p.until && pending.every((e) => p.ids.has(e.id))) continue;
-      const before = api.calls.length;
-      const out = await gw().call("heartbeat", { cfg, key, busy: [...busy] });
-      debug("heartbeat", key, JSON.stringify(out), pending.map((e) => e.text));
-      const left = new Set((await gw().call("peek", { key })).map((e) => e.id));
-      const consumed = pending.filter((e) => !left.has(e.id));
-      if (consumed.length < pending.length && out?.status !== "skipped") {
-        parked.set(key, { until: now + HEARTBEAT_EVERY_MS, ids: new Set(pending.map((e) => e.id)) });
-      } else {
-        parked.delete(key);
+      for (const e of await gw().call("peek", { key })) {
+        if (!/^Exec /.test(e.text)) continue;
+        pending.set(e.id, e);
+        seen.set(e.id, e);
       }
-      const found = attribute(step, api.calls.slice(before), consumed);
-      for (const e of consumed) {
-        if (found.has(e.id)) continue;
-        const id = String(e.contextKey ?? "").replace(/^exec:/, "");
-        const quiet = /^Exec completed \([^)]*, code 0\)$/.test(e.text.trim());
-        // The event's delivery context names its target as OpenClaw does
-        // (`telegram:<chat>[:topic:<n>]`, the agent runtime's
-        // currentChannelId): the chat and topic it means.
-        const target = String(e.to ?? "").match(/^(?:telegram:)?(-?\d+)(?::topic:(\d+))?$/);
+    }
+    await gw().call("settle");
+    const left = new Set();
+    for (const key of new Set(keys)) for (const e of await gw().call("peek", { key })) left.add(e.id);
+    const consumed = [...pending.values()].filter((e) => !left.has(e.id));
+    if (consumed.length) debug("consumed", consumed.map((e) => e.text));
+    const found = attribute(step, api.calls.slice(before), consumed);
+    for (const e of consumed) {
+      if (found.has(e.id)) continue;
+      const id = String(e.contextKey ?? "").replace(/^exec:/, "");
+      const quiet = /^Exec completed \([^)]*, code 0\)$/.test(e.text.trim());
+      // The event's delivery context names its target as OpenClaw does
+      // (`telegram:<chat>[:topic:<n>]`, the agent runtime's
+      // currentChannelId): the chat and topic it means. An event without
+      // one had no route: a dead letter with that reason, reported at the
+      // thread that started the process (P-8 wants a destination).
+      const target = String(e.to ?? "").match(/^(?:telegram:)?(-?\d+)(?::topic:(\d+))?$/);
+      const home = homeById.has(id) ? threads[homeById.get(id)] : null;
+      if (!target && !quiet) {
         deadLetters.push({
           step,
-          destination: destination({ chat_id: target?.[1] ?? e.to, message_thread_id: target?.[2] ?? e.threadId }),
+          destination: home ? destination({ chat_id: home.chat_id, message_thread_id: home.thread_id }) : destination({ chat_id: "unknown" }),
           process: byId.get(id) ?? null,
           kind: "completion",
           text: e.text,
-          reason: quiet
-            ? "consumed without a message: OpenClaw's exec prompt leaves out a successful completion without output (formatExecEventPromptText)"
-            : `consumed without a message naming it (heartbeat ${out?.status ?? "?"}: ${out?.reason ?? "no message sent"})`,
+          reason: `consumed without a message, and its event carried no delivery target (no message of OpenClaw's heartbeat named it)`,
+          cause: "no_route",
         });
+        continue;
       }
+      deadLetters.push({
+        step,
+        destination: target ? destination({ chat_id: target[1], message_thread_id: target[2] ?? e.threadId }) : destination({ chat_id: home?.chat_id ?? "unknown", message_thread_id: home?.thread_id }),
+        process: byId.get(id) ?? null,
+        kind: "completion",
+        text: e.text,
+        reason: quiet
+          ? "consumed without a message: OpenClaw's exec prompt leaves out a successful completion without output (formatExecEventPromptText)"
+          : "consumed by OpenClaw's heartbeat without a message naming it",
+      });
     }
   };
 
@@ -400,10 +439,8 @@ export async function runTrace(api, trace, dmScope = "main") {
           await gw().call("record", { store: cfg.session.store, inbound: inbound(arg.thread, step) });
           break;
         case "turn_start":
-          busy.add(keys[arg.thread]);
-          break;
         case "turn_end":
-          busy.delete(keys[arg.thread]);
+          await gw().call("busy", { key: keys[arg.thread], on: kind === "turn_start" });
           break;
         case "spawn": {
           const fifo = join(work, `fifo${fifoN++}`);
@@ -432,6 +469,7 @@ export async function runTrace(api, trace, dmScope = "main") {
           });
           runs.set(arg.process, { id, pid, fifo, fd, thread: arg.thread, gateway: api.gateway });
           byId.set(id, arg.process);
+          homeById.set(id, arg.thread);
           break;
         }
         case "output": {
@@ -488,6 +526,8 @@ export async function runTrace(api, trace, dmScope = "main") {
         }
         case "advance":
           now += arg.ms;
+          api.skew += arg.ms;
+          await gw().call("advance", { ms: arg.ms });
           break;
         case "adapter": {
           const wasDown = api.down;
@@ -506,8 +546,6 @@ export async function runTrace(api, trace, dmScope = "main") {
           // The gateway process dies. Its children die with it unless the
           // trace says they survive (survive: true), and then no gateway
           // knows them: OpenClaw keeps no checkpoint of exec sessions.
-          busy.clear();
-          parked.clear();
           if (!arg.survive) {
             for (const r of runs.values()) {
               if (r.ended) continue;
@@ -519,7 +557,9 @@ export async function runTrace(api, trace, dmScope = "main") {
             }
           }
           await api.gateway.crash();
-          api.gateway = await Gateway.start(api.dir);
+          api.gateway = await Gateway.next(api);
+          if (++restarted < restarts) Gateway.spare(api);
+          await gw().call("begin", { cfg, now, skew: api.skew, epoch: api.epoch });
           break;
         }
         default:
@@ -530,7 +570,7 @@ export async function runTrace(api, trace, dmScope = "main") {
         for (const k of keys) counts.push((await gw().call("peek", { key: k })).length);
         debug("step", step, kind, JSON.stringify(arg), "pending", counts);
       }
-      await wake(step);
+      await settle(step);
     }
   } finally {
     // Processes still running at the end are killed, and we wait for the

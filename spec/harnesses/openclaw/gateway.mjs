@@ -12,6 +12,69 @@
 // { id, error }.
 import { openclaw } from "./openclaw.mjs";
 
+// The trace's clock. The wake scheduler (heartbeat-wake-*.mjs: when a
+// wake is due, its retries) and the heartbeat runner's scheduler
+// (heartbeat-runner-scheduler-*.mjs: cooldowns, minimum spacing, flood
+// guard) are the modules whose sense of time decides when a completion is
+// answered: there, Date.now() and performance.now() are the trace's clock
+// (an epoch the driver fixes, plus `skew`, the sum of the trace's
+// `advance`s; both handed to a fresh gateway after a restart by `begin`):
+// time stands still between the trace's advances, whatever the machine's
+// load, and their timers fire when the trace's time reaches them (`settle`,
+// after every op). Everywhere else OpenClaw runs on the machine's clock
+// (its delivery queue's leases are kept by SQLite worker threads, which a
+// clock of this thread alone would break).
+const realNow = Date.now.bind(Date);
+const realPerf = performance.now.bind(performance);
+const realSetTimeout = globalThis.setTimeout;
+const realClearTimeout = globalThis.clearTimeout;
+let skew = 0; // set by `begin`, moved by `advance`
+let epoch = realNow(); // set by `begin`
+const PERF_BASE = 1e7;
+let traceNow = 0;
+const SCHEDULER = /[\\/]heartbeat-(?:wake|runner-scheduler)-[\w-]+\.mjs/;
+const WAKE_MODULE = /[\\/]heartbeat-wake-[\w-]+\.mjs/;
+// The module that called the caller of this function.
+const caller = () => {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 3;
+  const stack = new Error().stack ?? "";
+  Error.stackTraceLimit = limit;
+  return stack.split("\n")[3] ?? "";
+};
+Date.now = () => (SCHEDULER.test(caller()) ? epoch + skew : realNow());
+performance.now = () => (SCHEDULER.test(caller()) ? PERF_BASE + skew : realPerf());
+let lastActivity = realPerf();
+let activity = 0; // wake activity seen (timers set or fired, heartbeats begun or ended)
+const vtimers = new Map();
+const vhandles = new WeakSet();
+let vseq = 0;
+globalThis.setTimeout = function setTimeout(fn, ms, ...args) {
+  if (typeof fn !== "function" || !WAKE_MODULE.test(caller())) return realSetTimeout(fn, ms, ...args);
+  const id = ++vseq;
+  const h = {
+    id,
+    unref: () => h,
+    ref: () => h,
+    hasRef: () => false,
+    refresh: () => h,
+    [Symbol.toPrimitive]: () => id,
+  };
+  vhandles.add(h);
+  vtimers.set(id, { due: traceNow + Math.max(0, Number(ms) || 0), seq: id, fn: () => fn(...args) });
+  lastActivity = realPerf();
+  activity++;
+  return h;
+};
+globalThis.clearTimeout = function clearTimeout(h) {
+  if (h && typeof h === "object" && vhandles.has(h)) {
+    vtimers.delete(h.id);
+    return;
+  }
+  return realClearTimeout(h);
+};
+const sleep = (ms) => new Promise((r) => realSetTimeout(r, ms));
+
 if (!process.send) {
   process.stderr.write("gateway.mjs runs as a child of drive.mjs (an IPC channel)\n");
   process.exit(2);
@@ -32,19 +95,21 @@ const api = await oc.internals([
   "peekSystemEventEntries",
   "resetSystemEventsForTest",
   "runHeartbeatOnce",
+  "startHeartbeatRunner",
+  "requestSessionEventWake",
   "getSession",
   "getFinishedSession",
-  "recordInboundSessionMeta",
+  "recordInboundSession",
   "resolveSessionStorePathCore",
-  "loadUnfinishedDeliveries",
   "drainPendingDeliveries",
   "resolveTelegramMessageThreadSpec",
   "buildTelegramInboundOriginTarget",
   "buildTelegramGroupFrom",
   "buildThreadingToolContext",
 ], index);
+const routing = await oc.routing();
 const debug = (...a) => {
-  if (process.env.PROCROUTE_DEBUG) console.error("[gateway]", ...a);
+  if (process.env.PROCROUTE_DEBUG) console.error("[gateway]", Math.round(realPerf()), ...a);
 };
 
 // What the driver may see of an exec session and of an event: plain data.
@@ -67,7 +132,8 @@ const eventView = (e) => ({
 // The inbound context of a message in a Telegram chat, as OpenClaw's
 // Telegram ingress builds it from the Bot API's message object (numbers
 // for ids, `telegram:<chat>[:topic:<n>]` targets), and the tool context
-// the agent runtime derives from it (buildThreadingToolContext).
+// the agent runtime derives from it (buildThreadingToolContext), exactly as
+// that returns it: nothing is filled in from the message.
 function telegramInbound({ cfg, message, sessionKey }) {
   const isGroup = message.chat.type === "group" || message.chat.type === "supergroup";
   const threadSpec = api.resolveTelegramMessageThreadSpec(message, message.chat.is_forum === true);
@@ -87,8 +153,107 @@ function telegramInbound({ cfg, message, sessionKey }) {
     SessionKey: sessionKey,
   };
   const tool = api.buildThreadingToolContext({ sessionCtx: ctx, config: cfg }) ?? {};
-  const thread = tool.currentThreadTs ?? (ctx.MessageThreadId != null ? String(ctx.MessageThreadId) : undefined);
-  return { ctx, currentChannelId: tool.currentChannelId ?? originatingTo, currentThreadTs: thread };
+  return { ctx, isGroup, threadSpec, originatingTo, currentChannelId: tool.currentChannelId, currentThreadTs: tool.currentThreadTs };
+}
+
+// The session's last route that OpenClaw's Telegram message handler records
+// with every inbound message (bot-message-*.mjs, buildTelegramInboundContextPayload,
+// `updateLastRoute`: not exported, so its few lines are restated here from
+// OpenClaw's own exported parts; README.md, "Routing functions").
+function telegramLastRoute(seen, sessionKey, routing) {
+  const mainSessionKey = routing.buildAgentMainSessionKey({ agentId: "main" });
+  const route = { mainSessionKey, lastRoutePolicy: routing.deriveLastRoutePolicy({ sessionKey, mainSessionKey }) };
+  const { threadSpec } = seen;
+  const topic = threadSpec.scope === "forum" || threadSpec.scope === "direct-messages" ? threadSpec.id : undefined;
+  const dmThread = threadSpec.scope === "dm" ? threadSpec.id : undefined;
+  const threadId = seen.isGroup ? (topic != null ? String(topic) : undefined) : dmThread != null ? String(dmThread) : undefined;
+  if (seen.isGroup && threadId == null) return undefined;
+  return {
+    sessionKey: routing.resolveInboundLastRouteSessionKey({ route, sessionKey }),
+    channel: "telegram",
+    to: seen.originatingTo,
+    accountId: "default",
+    threadId,
+  };
+}
+
+const HEARTBEAT_EVERY_MS = 30 * 60_000; // agents.defaults.heartbeat.every
+const busy = new Set();
+let traceCfg = null;
+let runner = null;
+let inflight = 0;
+// OpenClaw's heartbeat runner; each heartbeat it runs is OpenClaw's
+// runHeartbeatOnce with two dependencies supplied: the agent's reply (a
+// stub agent that relays every `Exec …` line of its prompt verbatim: the one
+// part of the path that is a model in production) and the registry of
+// running turns (the trace's turns).
+function startRunner() {
+  return api.startHeartbeatRunner({
+    cfg: traceCfg,
+    readCurrentConfig: () => {
+      lastActivity = realPerf();
+      activity++;
+      return traceCfg;
+    },
+    runOnce: async (opts) => {
+      inflight++;
+      activity++;
+      lastActivity = realPerf();
+      try {
+        const out = await api.runHeartbeatOnce({
+          ...opts,
+          deps: {
+            ...opts.deps,
+            getReplyFromConfig: async (ctx) => ({
+              text: String(ctx.Body ?? "")
+                .split("\n")
+                .filter((l) => /^Exec (completed|failed)/.test(l))
+                .join("\n"),
+            }),
+            isReplyRunActive: (k) => busy.has(k),
+            listActiveReplyRunSessionKeys: () => [...busy],
+          },
+        });
+        debug("heartbeat", opts.sessionKey ?? opts.agentId, opts.reason, JSON.stringify(out));
+        return out;
+      } finally {
+        inflight--;
+        activity++;
+        lastActivity = realPerf();
+      }
+    },
+  });
+}
+// Fires the due timers of the wake scheduler (in due order) until none is
+// due, no heartbeat is running, and QUIET_POLLS turns of the event loop (at
+// least QUIET_MS) saw no wake activity: counted in turns, not only in time,
+// so a gateway the machine's load holds back does not end a settle early.
+const QUIET_POLLS = 4;
+const QUIET_MS = 15;
+async function settle() {
+  let quiet = 0;
+  let seen = -1;
+  for (;;) {
+    const due = [...vtimers.values()].filter((t) => t.due <= traceNow).sort((a, b) => a.due - b.due || a.seq - b.seq);
+    if (due.length) {
+      for (const t of due) {
+        vtimers.delete(t.seq);
+        lastActivity = realPerf();
+        activity++;
+        t.fn();
+      }
+      quiet = 0;
+      await sleep(1);
+      continue;
+    }
+    if (inflight > 0 || activity !== seen) {
+      seen = activity;
+      quiet = 0;
+    } else if (++quiet >= QUIET_POLLS && realPerf() - lastActivity >= QUIET_MS) {
+      return;
+    }
+    await sleep(3);
+  }
 }
 
 const methods = {
@@ -99,7 +264,7 @@ const methods = {
     debug("exec tool context", seen.currentChannelId, seen.currentThreadTs);
     const t = api.createExecTool({
       ...tool,
-      currentChannelId: seen.currentChannelId,
+      ...(seen.currentChannelId != null ? { currentChannelId: seen.currentChannelId } : {}),
       ...(seen.currentThreadTs != null ? { currentThreadTs: seen.currentThreadTs } : {}),
     });
     const res = await t.execute(call, { command, background: true });
@@ -124,42 +289,82 @@ const methods = {
     api.resetSystemEventsForTest();
     return null;
   },
+  // Every inbound message: OpenClaw's recordInboundSession, as the Telegram
+  // message handler calls it (session metadata, and the session's last
+  // route moved to this message's chat and topic).
   async record({ store, inbound }) {
-    await api.recordInboundSessionMeta({
+    const seen = telegramInbound(inbound);
+    let failed = null;
+    await api.recordInboundSession({
       storePath: api.resolveSessionStorePathCore(store, { agentId: "main" }),
       sessionKey: inbound.sessionKey,
-      ctx: telegramInbound(inbound).ctx,
-    });
-    return null;
-  },
-  // The session-event wake: one heartbeat for a session key, the agent's
-  // reply made by a stub agent that relays every `Exec …` line of its
-  // prompt verbatim; the busy check sees the trace's running turns.
-  async heartbeat({ cfg, key, busy }) {
-    const running = new Set(busy);
-    const out = await api.runHeartbeatOnce({
-      cfg,
-      agentId: "main",
-      sessionKey: key,
-      source: "exec-event",
-      reason: "exec-event",
-      intent: "event",
-      deps: {
-        getReplyFromConfig: async (ctx) => ({
-          text: String(ctx.Body ?? "")
-            .split("\n")
-            .filter((l) => /^Exec (completed|failed)/.test(l))
-            .join("\n"),
-        }),
-        isReplyRunActive: (k) => running.has(k),
-        listActiveReplyRunSessionKeys: () => [...running],
+      ctx: seen.ctx,
+      updateLastRoute: telegramLastRoute(seen, inbound.sessionKey, routing),
+      onRecordError: (err) => {
+        failed = err;
       },
     });
-    if (process.env.PROCROUTE_DEBUG) {
-      const q = await api.loadUnfinishedDeliveries(process.env.OPENCLAW_STATE_DIR);
-      debug("unfinished outbound deliveries", q.length, JSON.stringify(q).slice(0, 300));
+    if (failed) throw new Error(`recording the inbound message failed: ${failed?.message ?? failed}`);
+    return null;
+  },
+  // A trace begins (or goes on in a fresh gateway after a restart): its
+  // config and clock; OpenClaw's heartbeat runner (startHeartbeatRunner, as
+  // the gateway server starts it: the wake handler of the session-event
+  // wake scheduler) is started afresh, so no cooldown of an earlier trace
+  // carries over. Wakes an earlier trace left pending are run first, while
+  // every queue is empty, by a runner that is then thrown away.
+  async begin({ cfg, now, skew: ahead, epoch: at }) {
+    skew = ahead;
+    epoch = at;
+    traceCfg = cfg;
+    busy.clear();
+    runner?.stop();
+    runner = startRunner();
+    // Far ahead on the scheduler's clock, so no stale wake is left waiting.
+    for (let i = 0; i < 3 && vtimers.size; i++) {
+      skew = ahead + 1e12;
+      traceNow = Number.MAX_SAFE_INTEGER;
+      await settle();
     }
-    return { status: out?.status ?? null, reason: out?.reason ?? null };
+    skew = ahead;
+    runner.stop();
+    vtimers.clear();
+    traceNow = now;
+    runner = startRunner();
+    await settle();
+    return null;
+  },
+  // A turn of a session starts or ends: the heartbeat's busy check
+  // (isReplyRunActive, listActiveReplyRunSessionKeys) sees the running turns.
+  busy({ key, on }) {
+    if (on) busy.add(key);
+    else busy.delete(key);
+    return null;
+  },
+  // The trace's clock moves: OpenClaw's clocks jump by `ms`; at every 30
+  // minutes of it the agent's periodic heartbeat is requested as OpenClaw's
+  // cron service requests it (source "interval", intent "scheduled").
+  advance({ ms }) {
+    const before = traceNow;
+    traceNow += ms;
+    skew += ms;
+    const every = HEARTBEAT_EVERY_MS;
+    if (Math.floor(traceNow / every) > Math.floor(before / every)) {
+      api.requestSessionEventWake({
+        source: "interval",
+        intent: "scheduled",
+        reason: "interval",
+        agentId: "main",
+        scheduledEveryMs: every,
+      });
+    }
+    return { skew };
+  },
+  // Runs the wake scheduler's timers that are due on the trace's clock and
+  // waits until OpenClaw is done with what they started.
+  async settle() {
+    await settle();
+    return { pending: vtimers.size, skew };
   },
   // Telegram's polling monitor, on reconnect, drains the outbound queue.
   async drain({ cfg }) {
