@@ -24,11 +24,11 @@ own objects. This is our code; everything that decides anything is hermes':
                     On an idle thread the spawn is wrapped in a turn (hermes
                     only spawns from inside a turn; the turn's end starts the
                     watcher).
-  output p text     the process prints `text` (we write it to a FIFO the
-                    process copies to its stdout); we wait until hermes'
-                    reader thread has consumed it (we observe its calls of
-                    ProcessRegistry._check_watch_patterns, which it makes
-                    once per chunk after buffering it).
+  output p text     the process writes `text`, exactly and in one write (we
+                    hand it a base64 line on a FIFO; it decodes it to its
+                    stdout); we wait until hermes' reader thread has
+                    consumed it (we observe its calls of
+                    ProcessRegistry._check_watch_patterns, once per chunk).
   exit p code       the process exits with `code`; we wait for hermes' reader
                     thread to finish (_move_to_finished).
   kill p            the process is killed from outside (SIGKILL to its process
@@ -57,6 +57,7 @@ platform adapter (`adapter.handle_message`); its destination is the event's
 returns None) is reported as a dead letter, as P-8 requires.
 """
 import asyncio
+import base64
 import contextvars
 import json
 import os
@@ -124,9 +125,25 @@ class Turn:
         self.started = threading.Event()
         self.finished = threading.Event()
 
+    # Agents blocked waiting for the trace's next action: their executor
+    # jobs are pending on purpose (the loop is quiet without them).
+    _blocked = 0
+    _lock = threading.Lock()
+
     def next(self):
+        with Turn._lock:
+            Turn._blocked += 1
         self.started.set()
-        return self.q.get()
+        try:
+            return self.q.get()
+        finally:
+            with Turn._lock:
+                Turn._blocked -= 1
+
+    @staticmethod
+    def blocked():
+        with Turn._lock:
+            return Turn._blocked
 
 
 class ScriptedAgent:
@@ -233,9 +250,18 @@ class VirtualLoop(asyncio.SelectorEventLoop):
         # the default 1e-9 vanishes in float rounding and a timer due exactly
         # now would never fire.
         self._clock_resolution = 1e-3
+        self.in_flight = set()
 
     def time(self):
         return self._vclock.now
+
+    def run_in_executor(self, executor, func, *args):
+        # Work hermes hands to threads (the agent's turn, to_thread calls):
+        # the driver waits for it before it calls the loop quiet.
+        fut = super().run_in_executor(executor, func, *args)
+        self.in_flight.add(fut)
+        fut.add_done_callback(self.in_flight.discard)
+        return fut
 
 
 class Adapter(BasePlatformAdapter):
@@ -471,44 +497,50 @@ class Driver:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # -- the event loop on the virtual clock ---------------------------------
-    def _settle(self):
+    def _quiet(self):
+        """Nothing ready, no timer due, and no thread work of hermes' in
+        flight but agents blocked waiting for the trace's next action."""
         loop = self.loop
-        for _ in range(100_000):
-            loop.run_until_complete(asyncio.sleep(0))
-            due = [h for h in loop._scheduled if not h._cancelled and h.when() <= loop.time()]
-            if not loop._ready and not due:
-                return
-        raise RuntimeError(
-            f"hermes' event loop did not settle: ready={list(loop._ready)[:3]} "
-            f"due={[h for h in loop._scheduled if h.when() <= loop.time()][:3]}")
+        if loop._ready:
+            return False
+        if any(not h._cancelled and h.when() <= loop.time() for h in loop._scheduled):
+            return False
+        busy = sum(1 for f in loop.in_flight if not f.done())
+        return busy <= Turn.blocked()
 
-    def _pump_until(self, done, what, move_clock=False, parked=None):
+    def _settle(self):
+        """Runs the loop until it is quiet (`_quiet`), the virtual clock
+        standing: what hermes does after an op is done before the next op."""
+        self._pump_until(lambda: False, "settling", settle=True)
+
+    def _pump_until(self, done, what, move_clock=False, parked=None, settle=False):
         """Runs the loop until `done()`, for work hermes does on other threads
-        (the agent's executor). The virtual clock stands, unless
-        `move_clock`: then, when nothing is ready, it moves to the next timer
-        (hermes' startup sleeps, e.g. the adapters' settle second)."""
+        (the agent's executor). When the loop is quiet and `done()` does not
+        hold: with `move_clock` the virtual clock moves to the next timer
+        (hermes' startup sleeps, e.g. the adapters' settle second); with
+        `parked` (a task) or `settle` the wait ends (hermes holds the task
+        behind another turn's lease or queue); else it goes on until the
+        work of other threads lands."""
         deadline = _real_time.monotonic() + WAIT_S
-        idle = 0
         while not done():
             if _real_time.monotonic() > deadline:
                 raise RuntimeError(f"hermes did not finish {what} within {WAIT_S} s")
             self.loop.run_until_complete(asyncio.sleep(0))
             if self.loop._ready:
-                idle = 0
                 continue
-            idle += 1
-            if parked is not None and idle > 200 and not self._agents_busy():
-                return  # the task waits on hermes' own timer or lock
-            if move_clock and idle > 4:
-                pending = [h.when() for h in self.loop._scheduled if not h._cancelled]
-                if pending:
-                    self.clock.now = max(self.clock.now, min(pending))
-                    idle = 0
-                    continue
+            if self._quiet():
+                if done() or parked is not None or settle:
+                    return
+                if move_clock:
+                    pending = [h.when() for h in self.loop._scheduled if not h._cancelled]
+                    if pending:
+                        self.clock.now = max(self.clock.now, min(pending))
+                        continue
             # Wait for the other thread (its callbacks reach the loop
             # through call_soon_threadsafe).
             _real_time.sleep(0.0005)
-        self._settle()
+        if not settle:
+            self._settle()
 
     def _agents_busy(self):
         """Whether a scripted agent is making a tool call right now."""
@@ -723,7 +755,7 @@ class Driver:
         fd = os.open(fifo, os.O_RDWR)
         command = (
             f"exec 3<{fifo}; while IFS= read -r l <&3; do case \"$l\" in "
-            f"__exit__*) exit ${{l#__exit__ }};; *) printf '%s\\n' \"$l\";; esac; done"
+            f"__exit__*) exit ${{l#__exit__ }};; *) printf '%s' \"$l\" | base64 -d;; esac; done"
         )
         args = {"command": command, "background": True, "notify_on_complete": bool(notify)}
         if watch:
@@ -753,12 +785,14 @@ class Driver:
         run = self.runs.get(name)
         if run is None or not run.running:
             return
-        lines = text.splitlines()
-        payload = "".join(line + "\n" for line in lines)
-        if any(line.startswith("__exit__") for line in lines):
-            raise Unexpressible("output line collides with the harness's exit marker")
+        # The op's text exactly, in one write (as the built-in gateway takes
+        # it, one chunk): the process decodes one base64 line and writes it
+        # whole, so hermes' reader never sees it cut at a point that
+        # depends on timing.
+        payload = text
         want = run.seen + payload
-        os.write(run.fifo_fd, payload.encode("utf-8"))
+        line = base64.b64encode(payload.encode("utf-8")) + b"\n"
+        os.write(run.fifo_fd, line)
         if not LIVE_OUTPUT:
             return
         deadline = _real_time.monotonic() + WAIT_S
