@@ -213,6 +213,8 @@ TURN_END_WAITS = "_has_stream_consumer" not in _inspect.getsource(gr)
 # versions whose watcher does not pass through _inject_watch_notification.
 WATCHER_EVENT = contextvars.ContextVar("procroute_watcher_event", default=None)
 EPOCH = 1_800_000_000.0
+# hermes' reader takes at most this many bytes per chunk (read1(4096)).
+READ_CHUNK = 4096
 # The watcher's text-only notice for a completion the agent consumed
 # (gateway/run.py, _run_process_watcher).
 CONSUMED_NOTICE = re.compile(r"^\[Background process (\S+) finished with exit code ")
@@ -342,6 +344,7 @@ class Run:
         self.home = home
         self.running = True
         self.seen = ""  # output hermes' reader thread has consumed
+        self.chunks = 0  # how many chunks it consumed
         self.cond = threading.Condition()
 
 
@@ -736,6 +739,7 @@ class Driver:
         if run is not None:
             with run.cond:
                 run.seen += chunk
+                run.chunks += 1
                 run.cond.notify_all()
 
     def _read(self, t, name):
@@ -785,23 +789,28 @@ class Driver:
         run = self.runs.get(name)
         if run is None or not run.running:
             return
-        # The op's text exactly, in one write (as the built-in gateway takes
-        # it, one chunk): the process decodes one base64 line and writes it
-        # whole, so hermes' reader never sees it cut at a point that
-        # depends on timing.
-        payload = text
-        want = run.seen + payload
-        line = base64.b64encode(payload.encode("utf-8")) + b"\n"
-        os.write(run.fifo_fd, line)
-        if not LIVE_OUTPUT:
-            return
-        deadline = _real_time.monotonic() + WAIT_S
-        with run.cond:
-            while not run.seen.endswith(payload) or len(run.seen) < len(want):
-                left = deadline - _real_time.monotonic()
-                if left <= 0:
-                    raise RuntimeError(f"hermes' reader thread did not consume output of {name}")
-                run.cond.wait(left)
+        # The op's text exactly, in the chunks hermes' reader takes when all
+        # of it is there (`read1(4096)`: pieces of 4096 bytes): each piece
+        # goes to the process as one base64 line, which it decodes and
+        # writes in one write (atomic on a pipe), and the next is sent only
+        # once hermes consumed it. So hermes never sees the text cut at a
+        # point that depends on timing.
+        data = text.encode("utf-8")
+        for at in range(0, len(data), READ_CHUNK):
+            piece = data[at:at + READ_CHUNK]
+            with run.cond:
+                before = run.chunks
+            os.write(run.fifo_fd, base64.b64encode(piece) + b"\n")
+            if not LIVE_OUTPUT:
+                continue
+            shown = piece.decode("utf-8", errors="replace")
+            deadline = _real_time.monotonic() + WAIT_S
+            with run.cond:
+                while run.chunks == before or not run.seen.endswith(shown):
+                    left = deadline - _real_time.monotonic()
+                    if left <= 0:
+                        raise RuntimeError(f"hermes' reader thread did not consume output of {name}")
+                    run.cond.wait(left)
 
     def _signal(self, run, sig):
         try:

@@ -186,6 +186,40 @@ def dialect_parse(case):
     return {"route": route}
 
 
+def run_isolated(drive, trace):
+    """Runs one trace in a forked copy of this process: hermes keeps state
+    in its modules (caches, registries, counters) that one trace would leave
+    to the next, and which traces a harness process gets depends on how
+    `conform --jobs` shares them out. Each trace starts from the state the
+    harness had after importing hermes, whatever ran before it."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, hand back one JSON document, exit at once
+        os.close(r)
+        try:
+            try:
+                out = {"result": {"trace": drive.run_trace(trace)}}
+            except drive.Unexpressible as why:
+                out = {"skipped": str(why)}
+            except Exception as exc:
+                print(traceback.format_exc(limit=4), file=sys.stderr)
+                out = {"errored": f"{type(exc).__name__}: {exc}"}
+            data = json.dumps(out).encode("utf-8")
+        except BaseException as exc:  # even a result that cannot be encoded
+            data = json.dumps({"errored": f"{type(exc).__name__}: {exc}"}).encode("utf-8")
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+        sys.stderr.flush()
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        return {"errored": f"the trace's process ended without a result (wait status {status})"}
+    return json.loads(data)
+
+
 def reply(obj):
     PROTO.write(json.dumps(obj) + "\n")
     PROTO.flush()
@@ -236,10 +270,11 @@ def main():
                     if drive is None:
                         import drive as drive_mod
                         drive = drive_mod
-                    try:
-                        result = {"trace": drive.run_trace(case["trace"])}
-                    except drive.Unexpressible as why:
-                        result = {"skipped": str(why)}
+                    out = run_isolated(drive, case["trace"])
+                    if "errored" in out:
+                        reply({"seq": seq, "errored": out["errored"]})
+                        continue
+                    result = out.get("result") or {"skipped": out.get("skipped")}
                 else:
                     result = {"skipped": unsupported.get(op, f"operation {op} not supported")}
                 if "skipped" in result:

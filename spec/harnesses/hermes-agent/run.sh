@@ -43,4 +43,23 @@ if [ -n "$known" ] && [ -f "$known" ] && [ -f "$report" ]; then
     [ "${STRICT_FINDINGS:-1}" = 1 ] && status=1
   fi
 fi
+# The seed bug as a hand-written trace (seed-revert.json): a watch match of
+# topic 7 drained by the post-turn block of a message in topic 9. It must
+# fail exactly with the rules of the known findings below (H-LATE in 0.19.0,
+# H-WATCH-LOST in 0.13.0); a notice in topic 9 (INV-6) is the seed bug back.
+"$procroute" replay "$here/seed-revert.json" --json --timeout-ms 60000 \
+  --impl "$python $here/harness.py" > "$work/seed.json" 2>/dev/null || true
+python3 - "$work/seed.json" "$version" <<'PY' || status=1
+import json, sys
+want = {"0.19.0": {"DELIVER-1"}, "0.13.0": {"INV-4"}}
+r = json.load(open(sys.argv[1]))
+r = r[0] if isinstance(r, list) else r
+rules = {v["rule"] for v in r.get("violations", [])}
+expected = want.get(sys.argv[2], set())
+if rules != expected:
+    sys.exit(f"seed-revert.json on hermes-agent {sys.argv[2]}: rules {sorted(rules)}, "
+             f"expected {sorted(expected)} (FINDINGS.md, 'The seed fix, reverted'): "
+             + "; ".join(f"{v['rule']}: {v['detail']}" for v in r.get("violations", [])))
+print(f"seed-revert.json on hermes-agent {sys.argv[2]}: {sorted(rules)} as expected")
+PY
 exit "$status"
