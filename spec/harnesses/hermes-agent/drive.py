@@ -87,7 +87,6 @@ END = object()
 class Action:
     """One tool call the trace asks of a turn's agent."""
 
-    running = set()  # actions being made now (on agent threads)
 
     def __init__(self, tool, args):
         self.tool = tool
@@ -99,7 +98,6 @@ class Action:
 
     def perform(self, task_id, session_id):
         import model_tools
-        Action.running.add(self)
         try:
             self.reply = model_tools.handle_function_call(
                 self.tool, dict(self.args), task_id=task_id, session_id=session_id)
@@ -111,7 +109,6 @@ class Action:
                     self.then(self)
             except BaseException as exc:
                 self.error = exc
-            Action.running.discard(self)
             self.done.set()
 
 
@@ -544,10 +541,6 @@ class Driver:
             _real_time.sleep(0.0005)
         if not settle:
             self._settle()
-
-    def _agents_busy(self):
-        """Whether a scripted agent is making a tool call right now."""
-        return any(not a.done.is_set() for a in Action.running)
 
     def _await(self, coro, what, move_clock=False):
         return self._finish(self.loop.create_task(coro), what, move_clock)
