@@ -156,6 +156,7 @@ fn traces_through(b: Bencher, jobs: usize, program: &str, args: &[String]) {
         min_coverage: 0.0,
         stored: false,
         jobs,
+        unsteered: false,
     };
     b.counter(ItemsCount::new(cfg.cases)).bench(|| {
         let outcomes = run_traces(

@@ -49,6 +49,7 @@ fn trace_run(seed: u64, cases: usize) -> runner::TraceRun {
         min_coverage: 0.0,
         stored: false,
         jobs: 1,
+        unsteered: false,
     }
 }
 

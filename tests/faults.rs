@@ -168,6 +168,7 @@ fn faults_are_found_and_shrunk_over_the_protocol() {
             min_coverage: 0.0,
             stored: false,
             jobs: 1,
+            unsteered: false,
         };
         let args = vec!["harness".to_owned(), "--fault".to_owned(), fault.to_owned()];
         let out = runner::run_traces(exe, &args, &cfg, std::time::Duration::from_secs(10), |_| {

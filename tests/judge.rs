@@ -462,3 +462,61 @@ fn the_model_imports_nothing_it_judges() {
     }
     assert!(files >= 3, "model files not found");
 }
+
+// ------------------------------------------------- a declared tick (P-14)
+
+/// An implementation that sends on a timer declares its tick; the judge
+/// then accepts a notification for an idle thread at a later step that
+/// starts before the clock has moved one tick past its due step, and no
+/// later, and never into a running turn (DELIVER-2). Without a tick the
+/// same reports are late (DELIVER-1, INV-8).
+#[test]
+fn a_declared_tick_allows_a_poll_and_no_more() {
+    use procroute::check::model::judge::judge_tick;
+    let t = two_topics(vec![
+        spawn(0, "p1", false, true),
+        TraceOp::Exit {
+            process: "p1".into(),
+            code: 0,
+        },
+        TraceOp::Message { thread: 1 },
+        adv(4_000),
+        adv(2_000),
+        TraceOp::TurnStart { thread: 0 },
+        adv(1_000),
+    ]);
+    let good = execute(&t).expect("runs");
+    assert!(judge(&t, &good).is_empty(), "{:?}", judge(&t, &good));
+    assert_eq!(good.deliveries.len(), 1);
+    assert_eq!(good.deliveries[0].step, 1, "the built-in sends at the exit");
+    let at = |step: usize| {
+        let mut r = good.clone();
+        r.deliveries[0].step = step;
+        r
+    };
+    // One step late, the clock not moved: within any tick.
+    assert!(judge_tick(&t, &at(2), 5_000).is_empty());
+    assert_eq!(rules(&judge(&t, &at(2))), ["DELIVER-1"]);
+    // During the advance that starts at 0 ms and ends at 4 s: within.
+    assert!(judge_tick(&t, &at(3), 5_000).is_empty());
+    // During the advance that starts at 4 s: within a 5 s tick, not 4 s.
+    assert!(judge_tick(&t, &at(4), 5_000).is_empty());
+    assert_eq!(rules(&judge_tick(&t, &at(4), 4_000)), ["DELIVER-1"]);
+    // Into a running turn of its own thread, within the tick: DELIVER-2;
+    // past the tick: late (DELIVER-1).
+    assert_eq!(rules(&judge_tick(&t, &at(6), 60_000)), ["DELIVER-2"]);
+    assert_eq!(rules(&judge_tick(&t, &at(6), 5_000)), ["DELIVER-1"]);
+    // After the clock passed the tick, no turn: late, even with a tick.
+    let mut quiet = t.clone();
+    quiet.ops.truncate(5);
+    quiet.ops.push(adv(1));
+    quiet.ops.push(adv(1));
+    let late = {
+        let mut r = execute(&quiet).expect("runs");
+        r.deliveries[0].step = 6;
+        r
+    };
+    assert_eq!(rules(&judge_tick(&quiet, &late, 5_000)), ["DELIVER-1"]);
+    // Early is early with or without a tick.
+    assert!(!judge_tick(&t, &at(0), 5_000).is_empty());
+}

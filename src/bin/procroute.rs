@@ -98,6 +98,11 @@ enum Command {
         /// says (what `procroute report` reads).
         #[arg(long, value_name = "FILE")]
         json_out: Option<std::path::PathBuf>,
+        /// Ignore the harness's generation profile (PROTOCOL P-13): every
+        /// generated trace as the generator draws it, known findings and
+        /// all.
+        #[arg(long)]
+        unsteered: bool,
     },
     /// Explore every trace of a small scope up to a depth, breadth first,
     /// on the built-in implementation, judging every reached state (the
@@ -291,6 +296,7 @@ fn main() -> ExitCode {
             max_shrunk,
             jobs,
             json_out,
+            unsteered,
         } => {
             let shard = match shard
                 .as_deref()
@@ -350,6 +356,7 @@ fn main() -> ExitCode {
                     min_coverage,
                     stored: true,
                     jobs: jobs.unwrap_or_else(cores),
+                    unsteered,
                 },
                 conform::dialect::DialectRun {
                     seed,

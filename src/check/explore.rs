@@ -920,7 +920,8 @@ pub fn explore_over(
                     continue;
                 }
             };
-            let violations = judge(&case.trace, &result);
+            let violations =
+                crate::check::model::judge::judge_tick(&case.trace, &result, started.tick());
             let Some(head) = violations.first() else {
                 outcomes.push(Outcome::pass(&case.id, &cited));
                 continue;

@@ -128,8 +128,10 @@ def classify(rule, violation, trace):
         if spawns and spawns[-1]["notify"] and spawns[-1]["watch"]:
             return "H-WATCH-DROPPED"
         return "H-WATCH-LOST"
-    if rule == "PROC-5":
+    if rule == "PROC-5" or (rule == "TEXT-4" and kind == "watch_disabled"):
         return "H-PROMOTED"
+    if rule == "DELIVER-5":
+        return "H-ORDER"
     if rule == "PROC-3":
         return "H-EXCERPT"
     if rule in ("DELIVER-1", "INV-8"):

@@ -108,6 +108,17 @@ CONSTRAINTS = [
 ]
 
 
+def _declared():
+    """What this version declares (profile.json): the delivery tick (P-14)
+    and the generation profile (P-13); a version without an entry, neither."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profile.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f).get(VERSION, {})
+
+
+DECLARED = _declared()
+
+
 def trace_support():
     """The trace mapping needs the routing fix (session-store origin first)."""
     needed = ["_build_process_event_source", "_inject_watch_notification", "_run_process_watcher"]
@@ -252,6 +263,10 @@ def main():
                            "completion_dedup_entries": 2048},
                 "policies": POLICIES,
                 "constraints": CONSTRAINTS,
+                # P-13 and P-14 (profile.json): completions are sent by
+                # _run_process_watcher, which polls every watcher_interval
+                # (5 s) rather than at the step a process ends.
+                **DECLARED,
             })
         elif cmd == "run":
             case = msg["case"]

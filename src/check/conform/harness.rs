@@ -66,6 +66,8 @@ pub fn serve_with(
                     })),
                     policies: builtin_policies(),
                     constraints: Vec::new(),
+                    steer: Vec::new(),
+                    tick_ms: None,
                 })
                 .unwrap_or(Value::Null),
                 Ok(Command::Run { seq, case }) => {

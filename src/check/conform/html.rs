@@ -510,12 +510,22 @@ fn declared_lines(r: &Report) -> Vec<String> {
             r.declared.policies.join(", ")
         ));
     }
+    if let Some(t) = r.declared.tick_ms {
+        out.push(format!(
+            "delivery tick {t} ms (P-14): notifications for idle threads accepted up to {t} ms late"
+        ));
+    }
     for c in &r.declared.constraints {
         out.push(format!(
             "not generated (declared constraint): {} — {}",
             c.describe(),
             c.reason
         ));
+    }
+    if let Some(c) = &r.coverage {
+        for l in &c.steered {
+            out.push(format!("generation profile (P-13): {l}"));
+        }
     }
     out
 }

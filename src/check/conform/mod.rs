@@ -16,6 +16,7 @@ pub mod report;
 pub mod runner;
 pub mod schema;
 pub mod select;
+pub mod steer;
 pub mod trace;
 pub mod vectors;
 

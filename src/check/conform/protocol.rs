@@ -73,6 +73,15 @@ pub struct Started {
     /// respects them and the report lists them as observations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub constraints: Vec<super::constraint::Constraint>,
+    /// The generation profile (P-13): input shapes that trigger known
+    /// findings, each kept to a share of the generated traces.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steer: Vec<super::steer::Steer>,
+    /// The delivery tick (P-14, DELIVER-1's tick interval) in ms of the
+    /// trace clock: the implementation sends notifications on a timer of
+    /// this period rather than during the operation they became sendable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_ms: Option<u64>,
 }
 
 /// Most policies a handshake may declare, and the longest name.
@@ -120,7 +129,22 @@ impl Started {
                 return Err(format!("policy {name:?} is {policy}, not an object"));
             }
         }
+        self.profile()?;
+        let max = crate::check::model::judge::MAX_TICK_MS;
+        if let Some(t) = self.tick_ms.filter(|t| *t > max) {
+            return Err(format!("tick_ms {t} is over {max} (P-14)"));
+        }
         super::constraint::Constraints::new(&self.constraints)
+    }
+
+    /// The declared delivery tick in ms (P-14); 0 when none.
+    pub fn tick(&self) -> u64 {
+        self.tick_ms.unwrap_or(0)
+    }
+
+    /// The declared generation profile (P-13), checked.
+    pub fn profile(&self) -> Result<super::steer::Profile, String> {
+        super::steer::Profile::new(&self.steer)
     }
 
     /// The policies the dialect laws run under, in name order; `None` as

@@ -45,6 +45,9 @@ pub struct Declared {
     /// Inputs refused by design (P-12): never generated, so unchecked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub constraints: Vec<super::constraint::Constraint>,
+    /// The delivery tick the judge allowed (P-14), in ms of the trace clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_ms: Option<u64>,
 }
 
 impl Declared {
@@ -61,12 +64,13 @@ impl Declared {
                 Vec::new()
             },
             constraints: started.constraints.clone(),
+            tick_ms: started.tick_ms.filter(|t| *t > 0),
         }
     }
 
     /// Whether it declared nothing.
     pub fn is_empty(&self) -> bool {
-        self.policies.is_empty() && self.constraints.is_empty()
+        self.policies.is_empty() && self.constraints.is_empty() && self.tick_ms.is_none()
     }
 
     /// One line per declaration, for the text and markdown reports.
@@ -78,6 +82,11 @@ impl Declared {
                 self.policies.len(),
                 if self.policies.len() == 1 { "y" } else { "ies" },
                 self.policies.join(", ")
+            ));
+        }
+        if let Some(t) = self.tick_ms {
+            out.push(format!(
+                "delivery tick {t} ms (P-14): a notification for an idle thread was accepted up to {t} ms of the trace clock after the step it became sendable (DELIVER-1)"
             ));
         }
         for c in &self.constraints {
@@ -283,6 +292,33 @@ impl Report {
             if !line.is_empty() {
                 let _ = writeln!(out, "{}", line.trim_end());
             }
+            let _ = writeln!(
+                out,
+                "\nof which passed: {} ({:.0} %), exercising each judged rule",
+                c.passed,
+                100.0 * c.passed as f64 / c.traces.max(1) as f64
+            );
+            let mut line = String::new();
+            for (i, rule) in crate::check::model::judge::JUDGED.iter().enumerate() {
+                let n = c.passed_by_rule.get(*rule).copied().unwrap_or(0);
+                let _ = write!(line, "{:<10} {:>5}   ", rule, n);
+                if i % 4 == 3 {
+                    let _ = writeln!(out, "{}", line.trim_end());
+                    line.clear();
+                }
+            }
+            if !line.is_empty() {
+                let _ = writeln!(out, "{}", line.trim_end());
+            }
+            if !c.steered.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "generated under the implementation's profile (P-13; --unsteered for none):"
+                );
+                for l in &c.steered {
+                    let _ = writeln!(out, "  {l}");
+                }
+            }
         }
         let declared = self.declared.lines();
         if !declared.is_empty() {
@@ -340,6 +376,20 @@ impl Report {
         } else {
             let _ = writeln!(out, "{} passed, {} failed", self.passed(), self.failed());
         }
+        if let Some(c) = self.coverage.as_ref().filter(|c| c.traces > 0) {
+            let _ = writeln!(
+                out,
+                "generated traces: {} of {} passed ({:.0} %){}",
+                c.passed,
+                c.traces,
+                100.0 * c.passed as f64 / c.traces as f64,
+                if c.steered.is_empty() {
+                    ""
+                } else {
+                    ", steered by the implementation's profile"
+                }
+            );
+        }
         out
     }
 }
@@ -384,9 +434,11 @@ mod tests {
                 ops: vec![],
                 reason: "identities are canonicalised".into(),
             }],
+            tick_ms: Some(5_000),
         };
         for text in [r.render_text("x"), r.render_markdown("x")] {
             assert!(text.contains("2 policies: default, profile-x"), "{text}");
+            assert!(text.contains("delivery tick 5000 ms (P-14)"), "{text}");
             assert!(
                 text.contains("not generated (declared constraint): user_id in whatsapp group origins: only [0-9] — identities are canonicalised"),
                 "{text}"

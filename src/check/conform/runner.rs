@@ -328,6 +328,9 @@ pub struct TraceRun {
     /// Harness processes that run the generated traces in parallel (their
     /// first run; shrinking uses one). Results do not depend on it.
     pub jobs: usize,
+    /// Ignore the harness's generation profile (P-13): every generated
+    /// trace as the generator draws it.
+    pub unsteered: bool,
 }
 
 /// The rules a trace case is judged on; a case cites the ones its trace
@@ -354,6 +357,18 @@ pub struct Coverage {
     pub traces: usize,
     /// Per judged rule, how many of them exercised it.
     pub by_rule: std::collections::BTreeMap<String, usize>,
+    /// How many of them passed (the clean share a regression can turn
+    /// into a new failure; known failures do not count).
+    #[serde(default)]
+    pub passed: usize,
+    /// Per judged rule, how many passing traces exercised it: the rules
+    /// a regression can be seen on outside the known failures.
+    #[serde(default)]
+    pub passed_by_rule: std::collections::BTreeMap<String, usize>,
+    /// The generation profile the traces were drawn under (P-13), one
+    /// line per steer; empty when none was declared or `--unsteered`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steered: Vec<String>,
 }
 
 impl Coverage {
@@ -675,7 +690,7 @@ fn run_stored(
     impl_arg: &str,
     seq: &mut u64,
     timeout: Duration,
-    limits: &super::constraint::Constraints,
+    (limits, tick_ms): (&super::constraint::Constraints, u64),
     wants: &impl Fn(&str) -> bool,
     out: &mut Vec<Outcome>,
 ) -> Result<(), String> {
@@ -693,7 +708,7 @@ fn run_stored(
         *seq += 1;
         match run_trace_case(h, *seq, &f.trace, timeout) {
             Ok(result) => {
-                let v = crate::check::model::judge::judge(&f.trace, &result);
+                let v = crate::check::model::judge::judge_tick(&f.trace, &result, tick_ms);
                 if v.is_empty() {
                     out.push(Outcome::pass(f.id, &rules));
                 } else {
@@ -739,8 +754,7 @@ pub fn run_traces_covered(
     timeout: Duration,
     wants: impl Fn(&str) -> bool,
 ) -> Result<(Vec<Outcome>, Coverage), String> {
-    use super::trace::{generate_within, quiescence, shrink};
-    use crate::check::model::judge::judge;
+    use super::trace::{generate_steered, quiescence, shrink};
     let mut coverage = Coverage::default();
     // Every worker's harness is spawned before the first handshake, so
     // their start-ups overlap; the first one also runs the stored traces
@@ -751,6 +765,22 @@ pub fn run_traces_covered(
     let mut extra: Vec<Harness> = all.collect();
     let started = h.start(timeout)?;
     let limits = started.validate()?;
+    let tick = started.tick();
+    let judge = |t: &super::trace::Trace, r: &super::trace::TraceResult| {
+        crate::check::model::judge::judge_tick(t, r, tick)
+    };
+    let profile = if cfg.unsteered {
+        super::steer::Profile::default()
+    } else {
+        started.profile()?
+    };
+    if !cfg.unsteered {
+        coverage.steered = started.steer.iter().map(|s| s.describe()).collect();
+    }
+    let generate = |n: usize| {
+        let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64);
+        generate_steered(seed, cfg.max_steps, &limits, &profile.draw(seed))
+    };
     let mut out = Vec::new();
     if let Some(why) = started.trace_refusal() {
         out.push(Outcome::skip(
@@ -773,7 +803,13 @@ pub fn run_traces_covered(
     let mut seq = 1_000_000u64;
     if cfg.stored {
         run_stored(
-            &mut h, &impl_arg, &mut seq, timeout, &limits, &wants, &mut out,
+            &mut h,
+            &impl_arg,
+            &mut seq,
+            timeout,
+            (&limits, tick),
+            &wants,
+            &mut out,
         )?;
     }
     let mut wrote_svg = false;
@@ -799,11 +835,7 @@ pub fn run_traces_covered(
         timeout,
         &parallel_seq,
         |h, n_seq, (n, _)| {
-            let trace = generate_within(
-                cfg.seed.wrapping_mul(1_000_003).wrapping_add(*n as u64),
-                cfg.max_steps,
-                &limits,
-            );
+            let trace = generate(*n);
             let exercised = crate::check::model::judge::exercised(&trace);
             let result = run_trace_case(h, n_seq, &trace, timeout);
             let violations = match &result {
@@ -843,11 +875,7 @@ pub fn run_traces_covered(
         let (trace, exercised) = match trace {
             Some(t) => (t, exercised),
             None => {
-                let t = generate_within(
-                    cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64),
-                    cfg.max_steps,
-                    &limits,
-                );
+                let t = generate(n);
                 let e = crate::check::model::judge::exercised(&t);
                 (t, e)
             }
@@ -870,6 +898,10 @@ pub fn run_traces_covered(
             }
         };
         let Some(first) = violations.first().cloned() else {
+            coverage.passed += 1;
+            for r in &exercised {
+                *coverage.passed_by_rule.entry((*r).to_owned()).or_default() += 1;
+            }
             out.push(Outcome::pass(id, &cited));
             continue;
         };
@@ -1035,7 +1067,8 @@ pub fn replay(
     h.stop();
     match outcome {
         Ok(result) => {
-            r.violations = crate::check::model::judge::judge(&file.trace, &result);
+            r.violations =
+                crate::check::model::judge::judge_tick(&file.trace, &result, started.tick());
             r.differences = file.expect.differences(&result);
             r.verdict = if r.violations.is_empty() {
                 "pass"

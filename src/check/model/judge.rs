@@ -127,7 +127,21 @@ pub const JUDGED: &[&str] = &[
 
 /// Judges `result` for `trace`.
 pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
-    judge_world(trace, result, &BTreeSet::new())
+    judge_world(trace, result, &BTreeSet::new(), 0)
+}
+
+/// Longest delivery tick an implementation may declare (PROTOCOL P-14).
+pub const MAX_TICK_MS: u64 = 60_000;
+
+/// [`judge`] for an implementation that sends on a timer of `tick_ms`
+/// (DELIVER-1's tick interval, declared in its handshake, P-14): a
+/// notification the model sends at step `due` may come at a later step
+/// that starts before the clock has moved `tick_ms` past the end of step
+/// `due`, provided its thread has no turn running when that step starts
+/// (DELIVER-2). `tick_ms` 0 is [`judge`]; more than [`MAX_TICK_MS`] counts
+/// as [`MAX_TICK_MS`].
+pub fn judge_tick(trace: &Trace, result: &TraceResult, tick_ms: u64) -> Vec<Violation> {
+    judge_world(trace, result, &BTreeSet::new(), tick_ms.min(MAX_TICK_MS))
 }
 
 /// The rules `trace` exercises, from the model's view alone.
@@ -170,7 +184,7 @@ pub fn judge_crashed(trace: &Trace, result: &TraceResult, crash: Option<Crash>) 
     };
     let trace = as_happened(trace, crash.spawned);
     let crashes = BTreeSet::from([crash.step]);
-    let v = judge_world(&trace, result, &crashes);
+    let v = judge_world(&trace, result, &crashes, 0);
     if v.is_empty() {
         return v;
     }
@@ -179,7 +193,7 @@ pub fn judge_crashed(trace: &Trace, result: &TraceResult, crash: Option<Crash>) 
     }
     let mut without = trace.clone();
     without.ops[crash.step] = TraceOp::Advance { ms: 0 };
-    if judge_world(&without, result, &crashes).is_empty() {
+    if judge_world(&without, result, &crashes, 0).is_empty() {
         return Vec::new();
     }
     v
@@ -221,13 +235,19 @@ pub fn as_happened(t: &Trace, spawned: &BTreeSet<usize>) -> Trace {
     }
 }
 
-fn judge_world(trace: &Trace, result: &TraceResult, crashes: &BTreeSet<usize>) -> Vec<Violation> {
+fn judge_world(
+    trace: &Trace,
+    result: &TraceResult,
+    crashes: &BTreeSet<usize>,
+    tick_ms: u64,
+) -> Vec<Violation> {
     let pred = oracle::predict(trace, crashes);
     let mut j = Judge {
         trace,
         pred: &pred,
         out: Vec::new(),
         crashes,
+        tick_ms,
     };
     j.run(result);
     let mut v = j.out;
@@ -251,6 +271,8 @@ struct Judge<'a> {
     pred: &'a Prediction,
     out: Vec<Violation>,
     crashes: &'a BTreeSet<usize>,
+    /// The declared delivery tick (P-14), 0 when none.
+    tick_ms: u64,
 }
 
 /// One reported notification.
@@ -820,8 +842,51 @@ impl<'a> Judge<'a> {
         }
     }
 
+    /// For a delivery at step `at`, later than the model's `due`: whether
+    /// it falls within the declared tick (P-14), i.e. step `at` starts
+    /// before the clock is `tick_ms` past the end of step `due`: `None`
+    /// if not (or no tick is declared), else whether a turn was running
+    /// in the notification's thread when step `at` started (DELIVER-2).
+    fn within_tick(&self, e: &Expected, due: usize, at: usize) -> Option<bool> {
+        if self.tick_ms == 0 || at <= due {
+            return None;
+        }
+        let clock_after = |step: usize| -> u64 {
+            self.trace.ops[..=step.min(self.trace.ops.len().saturating_sub(1))]
+                .iter()
+                .map(|op| match op {
+                    TraceOp::Advance { ms } => *ms,
+                    _ => 0,
+                })
+                .sum()
+        };
+        if clock_after(at - 1) >= clock_after(due).saturating_add(self.tick_ms) {
+            return None;
+        }
+        let busy = self
+            .pred
+            .busy
+            .get(at - 1)
+            .is_some_and(|b| b.contains(&e.place));
+        Some(busy)
+    }
+
     fn timing(&mut self, o: &Observed, e: &Expected, due: usize) {
         let what = Self::what(o);
+        match self.within_tick(e, due, o.step) {
+            Some(false) => return,
+            Some(true) => {
+                self.bad(
+                    "DELIVER-2",
+                    format!(
+                        "{what} (emitted at step {}) delivered at step {}, within the declared tick but while a turn was running in that thread",
+                        e.emitted, o.step
+                    ),
+                );
+                return;
+            }
+            None => {}
+        }
         if o.step > due {
             let rule = if matches!(self.trace.ops.get(due), Some(TraceOp::Advance { .. })) {
                 "INV-8"

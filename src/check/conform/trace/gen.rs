@@ -2,6 +2,7 @@
 
 use super::{quiescence, Trace, TraceOp};
 use crate::check::conform::constraint::Constraints;
+use crate::check::conform::steer::{Shape, Steering};
 use crate::check::gen::{self, Rng};
 use crate::origin::{Origin, RawOrigin};
 
@@ -18,9 +19,20 @@ pub fn generate_threads(rng: &mut Rng) -> Vec<RawOrigin> {
 /// added and a refused base is drawn again; only if 32 draws are all
 /// refused is the last one repaired character by character.
 pub fn generate_threads_within(rng: &mut Rng, limits: &Constraints) -> Vec<RawOrigin> {
+    generate_threads_steered(rng, limits, &Steering::default())
+}
+
+/// [`generate_threads_within`] without the thread shapes `steering`
+/// leaves out (P-13: padded ids, a thread id equal to a user id): a base
+/// with one is drawn again, a relative with one is not added.
+pub fn generate_threads_steered(
+    rng: &mut Rng,
+    limits: &Constraints,
+    steering: &Steering,
+) -> Vec<RawOrigin> {
     let mut base = RawOrigin::from(gen::origin(rng));
     for _ in 0..32 {
-        if limits.broken_by(&base).is_none() {
+        if limits.broken_by(&base).is_none() && !steering.refuses_thread(&base, &[]) {
             break;
         }
         base = RawOrigin::from(gen::origin(rng));
@@ -106,7 +118,10 @@ pub fn generate_threads_within(rng: &mut Rng, limits: &Constraints) -> Vec<RawOr
             }
             _ => o = RawOrigin::from(gen::origin(rng)),
         }
-        if Origin::try_from(o.clone()).is_ok() && limits.broken_by(&o).is_none() {
+        if Origin::try_from(o.clone()).is_ok()
+            && limits.broken_by(&o).is_none()
+            && !steering.refuses_thread(&o, &out)
+        {
             out.push(o);
         }
     }
@@ -128,6 +143,7 @@ struct Gen {
     tokens: usize,
     running: Vec<String>,
     exited: Vec<String>,
+    steering: Steering,
 }
 
 impl Gen {
@@ -135,7 +151,25 @@ impl Gen {
         self.rng.below(self.n)
     }
 
+    /// `watch` and `notify` of a spawn, without the spawn shapes the
+    /// trace leaves out (P-13).
+    fn steer_spawn(&mut self, watch: bool, notify: bool) -> (bool, bool) {
+        let (mut watch, mut notify) = (watch, notify);
+        if watch && !notify && self.steering.avoids(Shape::WatchOnly) {
+            notify = true;
+        }
+        if watch && notify && self.steering.avoids(Shape::WatchWithNotify) {
+            if self.rng.chance(50) || self.steering.avoids(Shape::WatchOnly) {
+                watch = false;
+            } else {
+                notify = false;
+            }
+        }
+        (watch, notify)
+    }
+
     fn spawn(&mut self, watch: bool, notify: bool) -> String {
+        let (watch, notify) = self.steer_spawn(watch, notify);
         let thread = self.thread();
         // A process id spawned again (possibly from another thread).
         let process = if !self.exited.is_empty() && self.rng.chance(25) {
@@ -163,11 +197,12 @@ impl Gen {
         self.tokens += 1;
         let t = self.tokens;
         let mut l = format!("tok{t}of{process}");
+        let control = !self.steering.avoids(Shape::ControlOutput);
         match self.rng.below(12) {
-            0 => l.push_str(" \t\u{1b}[31mred\u{1b}[0m"),
-            1 => l.push_str(" \u{202e}evil\u{2028}x"),
+            0 if control => l.push_str(" \t\u{1b}[31mred\u{1b}[0m"),
+            1 if control => l.push_str(" \u{202e}evil\u{2028}x"),
             2 => l.push_str(" [Background process p1 exited with code 0]"),
-            3 => l.push('\r'),
+            3 if control => l.push('\r'),
             4 => l.push_str(&" y".repeat(1_100)),
             _ => {}
         }
@@ -196,6 +231,10 @@ impl Gen {
             text.push('\n');
         }
         self.ops.push(TraceOp::Output { process, text });
+        if hits > 0 && self.steering.avoids(Shape::UndrainedMatch) {
+            let thread = self.thread();
+            self.ops.push(TraceOp::Message { thread });
+        }
     }
 
     /// The process is no longer running (its id may be spawned again).
@@ -242,7 +281,10 @@ impl Gen {
         let t = self.thread();
         match self.rng.below(16) {
             0 | 1 => self.ops.push(TraceOp::Message { thread: t }),
-            2 => self.ops.push(TraceOp::TurnStart { thread: t }),
+            2 if !self.steering.avoids(Shape::Turns) => {
+                self.ops.push(TraceOp::TurnStart { thread: t })
+            }
+            2 => self.ops.push(TraceOp::Message { thread: t }),
             3 => self.ops.push(TraceOp::TurnEnd { thread: t }),
             4 => self.ops.push(TraceOp::Reset { thread: t }),
             5 | 6 => {
@@ -263,11 +305,15 @@ impl Gen {
             }
             10 | 11 => self.advance(),
             12 => {
-                let up = self.rng.chance(50);
+                let up = self.rng.chance(50) || self.steering.avoids(Shape::AdapterDown);
                 self.ops.push(TraceOp::Adapter { up });
             }
             13 => {
                 let survive = self.rng.chance(50);
+                if self.steering.avoids(Shape::Restart) {
+                    self.ops.push(TraceOp::Advance { ms: 1_000 });
+                    return;
+                }
                 if !survive {
                     for p in std::mem::take(&mut self.running) {
                         self.ended(&p);
@@ -275,7 +321,7 @@ impl Gen {
                 }
                 self.ops.push(TraceOp::Restart { survive });
             }
-            14 => self.ops.push(TraceOp::Shutdown),
+            14 if !self.steering.avoids(Shape::Shutdown) => self.ops.push(TraceOp::Shutdown),
             _ => self.ops.push(TraceOp::Advance { ms: 1_000 }),
         }
     }
@@ -289,7 +335,10 @@ impl Gen {
                 let k = 12 + self.rng.below(10);
                 let procs: Vec<String> = (0..k)
                     .map(|_| {
-                        let n = self.rng.chance(50);
+                        // Steered off both-at-once, a storm keeps its
+                        // watches (it is there for PROC-6).
+                        let n =
+                            self.rng.chance(50) && !self.steering.avoids(Shape::WatchWithNotify);
                         self.spawn(true, n)
                     })
                     .collect();
@@ -325,7 +374,9 @@ impl Gen {
             // An adapter outage, long enough to exhaust the retries or not
             // (DELIVER-4).
             2 => {
-                self.ops.push(TraceOp::Adapter { up: false });
+                if !self.steering.avoids(Shape::AdapterDown) {
+                    self.ops.push(TraceOp::Adapter { up: false });
+                }
                 let n = self.rng.chance(70);
                 let w = self.rng.chance(50);
                 let p = self.spawn(w, n);
@@ -341,7 +392,10 @@ impl Gen {
             // (DELIVER-2, INV-8), foreground traffic elsewhere (INV-6).
             3 => {
                 let t = self.thread();
-                self.ops.push(TraceOp::TurnStart { thread: t });
+                let turn = !self.steering.avoids(Shape::Turns);
+                if turn {
+                    self.ops.push(TraceOp::TurnStart { thread: t });
+                }
                 let w = self.rng.chance(50);
                 let p = self.spawn(w, true);
                 if let Some(TraceOp::Spawn { thread, .. }) = self.ops.last_mut() {
@@ -352,7 +406,9 @@ impl Gen {
                 self.ops.push(TraceOp::Message { thread: other });
                 self.end(&p);
                 self.ops.push(TraceOp::Advance { ms: 120_000 });
-                self.ops.push(TraceOp::TurnEnd { thread: t });
+                if turn {
+                    self.ops.push(TraceOp::TurnEnd { thread: t });
+                }
                 self.advance();
             }
             // A process id spawned again from another thread; the first
@@ -364,11 +420,12 @@ impl Gen {
                 self.exited.retain(|x| x != &p);
                 self.running.push(p.clone());
                 let t = self.thread();
+                let (watch, notify) = self.steer_spawn(true, true);
                 self.ops.push(TraceOp::Spawn {
                     thread: t,
                     process: p.clone(),
-                    watch: vec!["MATCH".into()],
-                    notify: true,
+                    watch: if watch { vec!["MATCH".into()] } else { vec![] },
+                    notify,
                 });
                 self.output(p.clone(), 1, 0);
                 self.end(&p);
@@ -378,20 +435,24 @@ impl Gen {
                 let w = self.rng.chance(50);
                 let p = self.spawn(w, true);
                 self.output(p, 0, 1);
-                for p in std::mem::take(&mut self.running) {
-                    self.ended(&p);
+                if !self.steering.avoids(Shape::Restart) {
+                    for p in std::mem::take(&mut self.running) {
+                        self.ended(&p);
+                    }
+                    self.ops.push(TraceOp::Restart { survive: false });
                 }
-                self.ops.push(TraceOp::Restart { survive: false });
             }
             // A shutdown, with notices for every thread with a lane
             // (DELIVER-8), sometimes while the adapter fails.
             _ => {
                 let t = self.thread();
                 self.ops.push(TraceOp::Message { thread: t });
-                if self.rng.chance(30) {
+                if self.rng.chance(30) && !self.steering.avoids(Shape::AdapterDown) {
                     self.ops.push(TraceOp::Adapter { up: false });
                 }
-                self.ops.push(TraceOp::Shutdown);
+                if !self.steering.avoids(Shape::Shutdown) {
+                    self.ops.push(TraceOp::Shutdown);
+                }
                 self.advance();
             }
         }
@@ -411,8 +472,20 @@ pub fn generate(seed: u64, max_steps: usize) -> Trace {
 /// constraints (the same seed gives the same trace for the same
 /// constraints; without any, exactly [`generate`]'s trace).
 pub fn generate_within(seed: u64, max_steps: usize, limits: &Constraints) -> Trace {
+    generate_steered(seed, max_steps, limits, &Steering::default())
+}
+
+/// [`generate_within`] without the shapes `steering` leaves out (P-13,
+/// an implementation's generation profile): with none left out, exactly
+/// [`generate_within`]'s trace.
+pub fn generate_steered(
+    seed: u64,
+    max_steps: usize,
+    limits: &Constraints,
+    steering: &Steering,
+) -> Trace {
     let mut rng = Rng::new(seed);
-    let threads = generate_threads_within(&mut rng, limits);
+    let threads = generate_threads_steered(&mut rng, limits, steering);
     let mut g = Gen {
         n: threads.len(),
         rng,
@@ -421,6 +494,7 @@ pub fn generate_within(seed: u64, max_steps: usize, limits: &Constraints) -> Tra
         tokens: 0,
         running: Vec::new(),
         exited: Vec::new(),
+        steering: steering.clone(),
     };
     let steps = 1 + g.rng.below(max_steps.max(1));
     for _ in 0..steps {
@@ -431,7 +505,7 @@ pub fn generate_within(seed: u64, max_steps: usize, limits: &Constraints) -> Tra
         }
     }
     let n = g.n;
-    let ops = with_reads(seed, n, g.ops);
+    let ops = with_reads(seed, n, g.ops, !steering.avoids(Shape::Read));
     let mut ops = limits.strip_ops(ops);
     ops.extend(quiescence(n));
     Trace { threads, ops }
@@ -442,7 +516,7 @@ pub fn generate_within(seed: u64, max_steps: usize, limits: &Constraints) -> Tra
 /// a gateway think the agent has seen the result), from the process's own
 /// thread or another one. Drawn from their own stream, so the rest of a
 /// seed's trace is what it was before reads existed.
-fn with_reads(seed: u64, threads: usize, ops: Vec<TraceOp>) -> Vec<TraceOp> {
+fn with_reads(seed: u64, threads: usize, ops: Vec<TraceOp>, reads: bool) -> Vec<TraceOp> {
     let mut rng = Rng::new(seed ^ 0x5EAD_0F0A_9E47);
     let mut home: std::collections::BTreeMap<String, usize> = Default::default();
     let mut out = Vec::with_capacity(ops.len());
@@ -461,7 +535,7 @@ fn with_reads(seed: u64, threads: usize, ops: Vec<TraceOp>) -> Vec<TraceOp> {
             _ => None,
         };
         out.push(op);
-        if let Some(process) = after {
+        if let Some(process) = after.filter(|_| reads) {
             let own = home.get(&process).copied().unwrap_or(0);
             let thread = if rng.chance(50) {
                 own

@@ -20,7 +20,10 @@ pub mod shrink;
 
 pub use exec::{execute, execute_crashing, execute_with, CrashRun, Execution};
 pub use file::TraceFile;
-pub use gen::{generate, generate_threads, generate_threads_within, generate_within};
+pub use gen::{
+    generate, generate_steered, generate_threads, generate_threads_steered,
+    generate_threads_within, generate_within,
+};
 pub use shrink::shrink;
 
 use std::collections::BTreeSet;
