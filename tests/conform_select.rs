@@ -1,7 +1,7 @@
 //! `--only` / `--skip` globs, `--shard I/N` partitions, known failures.
 
 use procroute::check::conform::select::{
-    apply_known_failures, glob, parse_known_failures, Selection,
+    apply_known_failures, forgive_flaky, glob, parse_known_failures, Selection,
 };
 use procroute::check::conform::Outcome;
 
@@ -189,4 +189,35 @@ fn signatures_name_the_rule_the_kind_and_the_thread_a_notice_landed_in() {
         "{sigs:?} from {v:?}"
     );
     assert!(sigs.iter().all(|s| is_signature(s)), "{sigs:?}");
+}
+
+/// A line marked `flaky` forgives a pass (the harness does not run the
+/// case deterministically) but still holds a failure to its pins; an
+/// unmarked line does neither.
+#[test]
+fn a_flaky_line_forgives_a_pass_not_a_changed_failure() {
+    let list = "gen/1/7  # H-PROMOTED flaky TEXT-4:watch_disabled\ngen/1/8  # H-LATE DELIVER-1\n";
+    let pins = parse_pins(list);
+    assert!(pins[0].flaky && !pins[1].flaky);
+    assert_eq!(pins[0].finding.as_deref(), Some("H-PROMOTED"));
+    assert!(!pins[0].signatures.contains("flaky"));
+    let known = parse_known_failures(list);
+    let mut passing = [
+        Outcome::pass("gen/1/7", &["TEXT-4"]),
+        Outcome::pass("gen/1/8", &["DELIVER-1"]),
+    ];
+    let mut now = apply_known_failures(&mut passing, &known);
+    let forgiven = forgive_flaky(&mut now, &pins);
+    assert_eq!(forgiven.len(), 1, "{forgiven:?}");
+    assert!(forgiven[0].contains("gen/1/7"));
+    assert_eq!(now.into_iter().collect::<Vec<_>>(), ["gen/1/8"]);
+    let mut changed = [failing(
+        "gen/1/7",
+        &["TEXT-4:watch_disabled", "INV-1:completion@t0"],
+    )];
+    let why = judged(&mut changed, list);
+    assert!(
+        why.iter().any(|w| w.contains("new INV-1:completion@t0")),
+        "{why:?}"
+    );
 }

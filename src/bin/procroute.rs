@@ -380,11 +380,11 @@ fn main() -> ExitCode {
                 }
             );
             let mut report = report;
-            let now_passing = conform::select::apply_known_failures(&mut report.outcomes, &known);
-            let changed = conform::select::check_pins(
-                &mut report.outcomes,
-                &conform::select::parse_pins(&known_text),
-            );
+            let mut now_passing =
+                conform::select::apply_known_failures(&mut report.outcomes, &known);
+            let pins = conform::select::parse_pins(&known_text);
+            let forgiven = conform::select::forgive_flaky(&mut now_passing, &pins);
+            let changed = conform::select::check_pins(&mut report.outcomes, &pins);
             conform::select::tag_findings(
                 &mut report.outcomes,
                 &conform::select::parse_known_findings(&known_text),
@@ -416,7 +416,7 @@ fn main() -> ExitCode {
             for id in &now_passing {
                 eprintln!("procroute: known failure {id} now passes: remove it from the list");
             }
-            for why in &changed {
+            for why in changed.iter().chain(&forgiven) {
                 eprintln!("procroute: {why}");
             }
             if report.unexpected() == 0 && now_passing.is_empty() {

@@ -116,6 +116,11 @@ pub struct Pin {
     pub finding: Option<String>,
     /// The violation signatures ([`crate::check::model::judge::Violation::signature`]).
     pub signatures: BTreeSet<String>,
+    /// The line's comment holds the word `flaky`: the harness does not
+    /// run this case deterministically (the implementation's FINDINGS.md
+    /// says why), so a pass is not "now passes"; a failure is still held
+    /// to the pinned signatures.
+    pub flaky: bool,
 }
 
 /// Whether a word of a known-failures comment is a violation signature:
@@ -165,8 +170,10 @@ pub fn parse_pins(text: &str) -> Vec<Pin> {
             if finding.is_some() {
                 words.next();
             }
+            let flaky = comment.split_whitespace().any(|w| w == "flaky");
             Some(Pin {
                 pattern: pattern.to_owned(),
+                flaky,
                 finding,
                 signatures: words
                     .filter(|w| is_signature(w))
@@ -252,4 +259,21 @@ pub fn apply_known_failures(outcomes: &mut [Outcome], known: &[String]) -> BTree
         }
     }
     now_passing
+}
+
+/// Takes the cases whose known-failures line is marked `flaky` out of
+/// `now_passing` (a pass of a case the harness does not run
+/// deterministically is no news) and names each, for the run's output.
+pub fn forgive_flaky(now_passing: &mut BTreeSet<String>, pins: &[Pin]) -> Vec<String> {
+    let mut forgiven = Vec::new();
+    now_passing.retain(|id| {
+        let flaky = pins.iter().any(|p| p.flaky && glob(&p.pattern, id));
+        if flaky {
+            forgiven.push(format!(
+                "known failure {id} passed this time; its line is marked flaky (not deterministic on this harness)"
+            ));
+        }
+        !flaky
+    });
+    forgiven
 }
