@@ -214,6 +214,9 @@ EPOCH = 1_800_000_000.0
 READ_CHUNK = 4096
 # The watcher's text-only notice for a completion the agent consumed
 # (gateway/run.py, _run_process_watcher).
+# The hermes session id a notification's text names ("Background process
+# proc_… matched", "disabled for process proc_…").
+NOTICE_SESSION = re.compile(r"\b(proc_[0-9a-f]+)\b")
 CONSUMED_NOTICE = re.compile(r"^\[Background process (\S+) finished with exit code ")
 # hermes' onboarding reply to the first message of a chat without a home
 # channel (gateway/run.py): a reply to the user, not a process notification.
@@ -565,7 +568,24 @@ class Driver:
         self._settle()
 
     # -- what hermes hands the adapters ---------------------------------------
+    @staticmethod
+    def _fields(evt, text):
+        """The process event hermes is delivering, as a dict. hermes hands
+        its own event dict; a regression may hand something else (the seed
+        bug's post-turn drain passed the foreground MessageEvent): then the
+        process and kind are read from the notification's text, so what
+        hermes delivers is still reported where it went, not lost inside
+        this observer."""
+        if isinstance(evt, dict):
+            return evt
+        m = NOTICE_SESSION.search(text or "")
+        kind = ("watch_disabled" if "Watch patterns disabled" in (text or "")
+                else "watch_match" if "matched watch pattern" in (text or "")
+                else "completion")
+        return {"session_id": m.group(1) if m else "", "type": kind}
+
     def _report(self, evt, text, destination, reason=None):
+        evt = self._fields(evt, text)
         run = self.by_sid.get(str(evt.get("session_id") or ""))
         d = {
             "step": self.step,
@@ -611,6 +631,7 @@ class Driver:
                                 "kind": "completion" if m else "shutdown", "text": text})
 
     def _dropped(self, evt, text):
+        evt = self._fields(evt, text)
         run = self.by_sid.get(str(evt.get("session_id") or ""))
         home = destination_of(self.sources[run.home]) if run else destination_of(self.sources[0])
         self.dead_letters.append(self._report(
