@@ -4,9 +4,10 @@
 
 use procroute::check::conform::constraint::Constraints;
 use procroute::check::conform::steer::{Shape, Steering};
+use procroute::check::conform::trace::twins::{collision, Collision};
 use procroute::check::conform::trace::{generate, generate_steered, Trace, TraceOp};
 
-const ALL: [Shape; 11] = [
+const ALL: [Shape; 13] = [
     Shape::WatchWithNotify,
     Shape::WatchOnly,
     Shape::PaddedIds,
@@ -18,7 +19,22 @@ const ALL: [Shape; 11] = [
     Shape::Read,
     Shape::Turns,
     Shape::UndrainedMatch,
+    Shape::SeparatorIds,
+    Shape::CanonicalIds,
 ];
+
+/// The collision shapes of `t`'s pairs of threads.
+fn collisions(t: &Trace) -> Vec<(usize, usize, Collision)> {
+    let mut out = Vec::new();
+    for (i, a) in t.threads.iter().enumerate() {
+        for (k, b) in t.threads.iter().enumerate().skip(i + 1) {
+            if let Some(c) = collision(a, b) {
+                out.push((i, k, c));
+            }
+        }
+    }
+    out
+}
 
 /// Whether `t` has `shape`, read from the trace alone.
 fn has(t: &Trace, shape: Shape) -> bool {
@@ -64,6 +80,12 @@ fn has(t: &Trace, shape: Shape) -> bool {
                 .find(|o| !matches!(o, TraceOp::Read { .. }));
             hit && !matches!(next, Some(TraceOp::Message { .. }))
         }),
+        Shape::SeparatorIds => collisions(t)
+            .iter()
+            .any(|(_, _, c)| matches!(c, Collision::Separator | Collision::Marker)),
+        Shape::CanonicalIds => collisions(t)
+            .iter()
+            .any(|(_, _, c)| *c == Collision::Canonical),
     }
 }
 
@@ -126,4 +148,29 @@ fn without_steering_generation_is_unchanged() {
             generate(seed, 60)
         );
     }
+}
+
+#[test]
+fn lane_twins_of_every_shape_run_processes_beside_their_partner() {
+    // Issue 36, item 5: each collision shape the key vectors and the
+    // dialect laws know appears in traces as two threads that both spawn.
+    let mut seen = std::collections::BTreeMap::new();
+    for seed in 0..1_000 {
+        let t = generate(seed, 60);
+        let spawns = |thread: usize| {
+            t.ops
+                .iter()
+                .any(|op| matches!(op, TraceOp::Spawn { thread: s, .. } if *s == thread))
+        };
+        for (a, b, c) in collisions(&t) {
+            if spawns(a) && spawns(b) {
+                *seen.entry(c.name()).or_insert(0) += 1;
+            }
+        }
+    }
+    for c in Collision::ALL {
+        let n = seen.get(c.name()).copied().unwrap_or(0);
+        assert!(n >= 10, "{}: {n} of 1000 traces ({seen:?})", c.name());
+    }
+    eprintln!("lane twins that both spawn, per shape, in 1000 traces: {seen:?}");
 }

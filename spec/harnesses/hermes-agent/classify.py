@@ -96,6 +96,38 @@ def spawns_of(ops, proc):
             and op["spawn"]["process"] == proc]
 
 
+def joined(o):
+    """An origin's ids as hermes joins them into a key: chat, thread, and
+    the user outside a dm."""
+    ids = [o["chat_id"], o.get("thread_id")]
+    if o["chat_type"] != "dm":
+        ids.append(o.get("user_id"))
+    return ":".join(i for i in ids if i is not None)
+
+
+def raw_twins(a, b):
+    """Two threads of one platform and chat type whose ids, joined with
+    ':' (or with ':thread:' / ':topic:' for a thread), are the same text."""
+    if (a["platform"], a["chat_type"]) != (b["platform"], b["chat_type"]) or a == b:
+        return False
+    if joined(a) == joined(b):
+        return True
+    def marked(o):
+        t = o.get("thread_id")
+        return {o["chat_id"]} if t is None else {f'{o["chat_id"]}:{w}:{t}' for w in ("thread", "topic")}
+    one_thread = (a.get("thread_id") is None) != (b.get("thread_id") is None)
+    return one_thread and bool(marked(a) & marked(b))
+
+
+def whatsapp_twins(a, b):
+    """Two WhatsApp dm threads whose chat ids hermes canonicalises alike
+    (KEY-H2: '+', a device ':N' and the '@' domain dropped)."""
+    def canon(i):
+        return i.strip().split("@")[0].split(":")[0].lstrip("+")
+    return (a["platform"] == b["platform"] == "whatsapp" and a["chat_type"] == b["chat_type"] == "dm"
+            and a["chat_id"] != b["chat_id"] and canon(a["chat_id"]) == canon(b["chat_id"]) != "")
+
+
 def classify_trace(doc):
     """The finding a saved failing trace (a trace file, spec/PROTOCOL.md)
     belongs to, from its headline violation (rule, process, kind) and the
@@ -104,8 +136,8 @@ def classify_trace(doc):
 
 
 def classify(rule, violation, trace):
-    m = re.match(r"(p\d+|\(no process\)) (\w+) to ", violation)
-    proc = m.group(1) if m and m.group(1).startswith("p") else None
+    m = re.match(r"(\(no process\)|\S+) (\w+) to ", violation)
+    proc = m.group(1) if m and m.group(1) != "(no process)" else None
     kind = m.group(2) if m else None
     ops = trace["ops"]
     at = re.search(r"emitted at step (\d+)", violation)
@@ -117,6 +149,14 @@ def classify(rule, violation, trace):
         homes = [threads[s["thread"]] for s in spawns]
         if any(strip_unstable(h["chat_id"]) or strip_unstable(h.get("thread_id")) for h in homes):
             return "H-STRIP"
+        # A lane twin (spec/PROTOCOL.md P-13): ids that hermes joins raw
+        # with ':' into one key, or WhatsApp ids it canonicalises into one.
+        for h in homes:
+            for t in threads:
+                if t is not h and raw_twins(h, t):
+                    return "H-KEY-RAW"
+                if t is not h and whatsapp_twins(h, t):
+                    return "H-WHATSAPP-CANON"
         # A thread and a user of one chat with the same id: one hermes key.
         for h in homes:
             for t in threads:

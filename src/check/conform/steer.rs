@@ -14,6 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::check::conform::trace::twins::{collision, Collision};
 use crate::check::gen::Rng;
 use crate::origin::RawOrigin;
 
@@ -55,6 +56,13 @@ pub enum Shape {
     /// follows it, so an implementation that drains watch matches at the
     /// end of any turn gets that turn).
     UndrainedMatch,
+    /// Two threads whose ids, joined by `:` (or by `:thread:`), are the
+    /// same text split at another boundary: chat `a:b` thread `c` vs chat
+    /// `a` thread `b:c` (lane twins, `Collision::Separator`/`Marker`).
+    SeparatorIds,
+    /// Two WhatsApp dm threads whose ids one canonical form merges
+    /// (`N@s.whatsapp.net`, `N:47@s.whatsapp.net`, `+N`, `N`).
+    CanonicalIds,
 }
 
 impl Shape {
@@ -72,6 +80,8 @@ impl Shape {
             Shape::Read => "read",
             Shape::Turns => "turns",
             Shape::UndrainedMatch => "undrained_match",
+            Shape::SeparatorIds => "separator_ids",
+            Shape::CanonicalIds => "canonical_ids",
         }
     }
 }
@@ -184,18 +194,27 @@ impl Steering {
 
     /// Whether `o`, as one more thread beside `others`, has a shape the
     /// trace leaves out (padded ids, a thread id equal to a user id of
-    /// the same chat).
+    /// the same chat, ids that collide with another thread's at a
+    /// separator or in a canonical form).
     pub fn refuses_thread(&self, o: &RawOrigin, others: &[RawOrigin]) -> bool {
         if self.avoids(Shape::PaddedIds) && padded(o) {
             return true;
         }
-        self.avoids(Shape::ThreadUserIds)
+        if self.avoids(Shape::ThreadUserIds)
             && others.iter().any(|x| {
                 x.platform == o.platform
                     && x.chat_id == o.chat_id
                     && ((x.thread_id.is_some() && x.thread_id == o.user_id)
                         || (o.thread_id.is_some() && o.thread_id == x.user_id))
             })
+        {
+            return true;
+        }
+        others.iter().any(|x| match collision(x, o) {
+            Some(Collision::Separator | Collision::Marker) => self.avoids(Shape::SeparatorIds),
+            Some(Collision::Canonical) => self.avoids(Shape::CanonicalIds),
+            _ => false,
+        })
     }
 }
 

@@ -1,6 +1,6 @@
 //! The generator: families of related threads and rule-reaching scenarios.
 
-use super::{quiescence, Trace, TraceOp};
+use super::{quiescence, twins, Trace, TraceOp};
 use crate::check::conform::constraint::Constraints;
 use crate::check::conform::steer::{Shape, Steering};
 use crate::check::gen::{self, Rng};
@@ -461,7 +461,8 @@ impl Gen {
 
 /// A generated trace: a family of related threads, random operations and
 /// scenarios that reach every judged rule (storms, strikes, outages, busy
-/// threads, second runs, deaths in restarts, shutdowns), with unique
+/// threads, second runs, deaths in restarts, shutdowns), a lane twin in
+/// some (a thread whose ids collide with another's, [`twins`]), with unique
 /// process ids (a running id is never spawned again) and the quiescence
 /// suffix appended. `max_steps` bounds the random operations.
 pub fn generate(seed: u64, max_steps: usize) -> Trace {
@@ -485,7 +486,7 @@ pub fn generate_steered(
     steering: &Steering,
 ) -> Trace {
     let mut rng = Rng::new(seed);
-    let threads = generate_threads_steered(&mut rng, limits, steering);
+    let mut threads = generate_threads_steered(&mut rng, limits, steering);
     let mut g = Gen {
         n: threads.len(),
         rng,
@@ -506,8 +507,9 @@ pub fn generate_steered(
     }
     let n = g.n;
     let ops = with_reads(seed, n, g.ops, !steering.avoids(Shape::Read));
+    let ops = twins::with_twin(seed, &mut threads, ops, limits, steering);
     let mut ops = limits.strip_ops(ops);
-    ops.extend(quiescence(n));
+    ops.extend(quiescence(threads.len()));
     Trace { threads, ops }
 }
 

@@ -10,6 +10,8 @@
 //! - [`gen`] — the generator of related thread families and rule-reaching
 //!   scenarios;
 //! - [`shrink`](mod@shrink) — the cross-process shrinker;
+//! - [`twins`] — lane twins: sibling threads whose ids collide under some
+//!   gateway's key, with processes beside their partner's;
 //! - [`file`](mod@file) — the file form of a trace (stored vectors and saved
 //!   counterexamples), with its id, rules and expected verdict.
 
@@ -17,6 +19,7 @@ pub mod exec;
 pub mod file;
 pub mod gen;
 pub mod shrink;
+pub mod twins;
 
 pub use exec::{execute, execute_crashing, execute_with, CrashRun, Execution};
 pub use file::TraceFile;
