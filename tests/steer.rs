@@ -174,3 +174,18 @@ fn lane_twins_of_every_shape_run_processes_beside_their_partner() {
     }
     eprintln!("lane twins that both spawn, per shape, in 1000 traces: {seen:?}");
 }
+
+#[test]
+fn every_shape_is_in_the_protocol_schema() {
+    // A shape the generator knows but the schema refuses makes every
+    // handshake that declares it an error under `--validate`.
+    let schema = procroute::check::conform::schema::Schema::protocol();
+    for shape in ALL {
+        let steer = serde_json::json!({"shape": shape.name(), "share": 10, "reason": "r"});
+        assert_eq!(schema.validate("steer", &steer), Ok(()), "{}", shape.name());
+        let back: Shape = serde_json::from_value(steer["shape"].clone()).unwrap();
+        assert_eq!(back, shape);
+    }
+    let bad = serde_json::json!({"shape": "no_such_shape", "share": 10, "reason": "r"});
+    assert!(schema.validate("steer", &bad).is_err());
+}

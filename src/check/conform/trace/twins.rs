@@ -6,6 +6,11 @@
 //! costs: one thread's notification in the other (INV-1, INV-2), one
 //! lost or told twice (INV-3, INV-4).
 //!
+//! Not a twin: the same ids under another chat type. The key laws check
+//! that such origins get different keys (KEY-L1's `chat-type` family),
+//! but a send is addressed by platform, chat id and thread alone, so in a
+//! trace nothing tells which of the two a notification reached.
+//!
 //! A twin is drawn from a stream of its own after the rest of the trace
 //! (as [`super::gen`]'s reads are), so a seed's trace without a twin is
 //! byte for byte what it was before twins existed; with one, the trace
@@ -23,8 +28,6 @@ use crate::origin::{Origin, RawOrigin};
 /// files under one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Collision {
-    /// The same ids under another chat type (group vs channel vs thread).
-    ChatType,
     /// Ids that differ only in surrounding white space (hermes strips them).
     Whitespace,
     /// Ids that differ only in ASCII letter case (OpenClaw folds them).
@@ -46,8 +49,7 @@ pub enum Collision {
 
 impl Collision {
     /// Every shape, in the order [`collision`] tries them.
-    pub const ALL: [Collision; 7] = [
-        Collision::ChatType,
+    pub const ALL: [Collision; 6] = [
         Collision::Whitespace,
         Collision::Case,
         Collision::ThreadUser,
@@ -59,7 +61,6 @@ impl Collision {
     /// Its name (tests and reports).
     pub fn name(self) -> &'static str {
         match self {
-            Collision::ChatType => "chat-type",
             Collision::Whitespace => "whitespace",
             Collision::Case => "case",
             Collision::ThreadUser => "thread-user",
@@ -76,7 +77,7 @@ impl Collision {
             Collision::ThreadUser => Some(Shape::ThreadUserIds),
             Collision::Canonical => Some(Shape::CanonicalIds),
             Collision::Marker | Collision::Separator => Some(Shape::SeparatorIds),
-            Collision::ChatType | Collision::Case => None,
+            Collision::Case => None,
         }
     }
 }
@@ -120,14 +121,13 @@ fn canonical(id: &str) -> &str {
 }
 
 /// The shape by which `b` is a lane twin of `a` (or `a` of `b`), if the
-/// two are threads of one platform with different routes or users whose
-/// ids one of the shapes makes collide.
+/// two are threads of one platform and chat type with different ids that
+/// one of the shapes makes collide.
 pub fn collision(a: &RawOrigin, b: &RawOrigin) -> Option<Collision> {
     let ids = |o: &RawOrigin| (o.chat_id.clone(), o.thread_id.clone(), o.user_id.clone());
-    if a.platform != b.platform || (a.chat_type == b.chat_type && ids(a) == ids(b)) {
+    if a.platform != b.platform || a.chat_type != b.chat_type || ids(a) == ids(b) {
         return None;
     }
-    let same_type = a.chat_type == b.chat_type;
     let trim = |o: &RawOrigin| {
         (
             o.chat_id.trim().to_owned(),
@@ -143,9 +143,6 @@ pub fn collision(a: &RawOrigin, b: &RawOrigin) -> Option<Collision> {
             && y.thread_id.is_none()
             && x.thread_id == y.user_id
     };
-    if !same_type {
-        return (ids(a) == ids(b)).then_some(Collision::ChatType);
-    }
     if trim(a) == trim(b) {
         return Some(Collision::Whitespace);
     }
@@ -175,13 +172,6 @@ pub fn collision(a: &RawOrigin, b: &RawOrigin) -> Option<Collision> {
 fn sibling(shape: Collision, p: &RawOrigin, rng: &mut Rng) -> Option<RawOrigin> {
     let mut o = p.clone();
     match shape {
-        Collision::ChatType => {
-            let others: Vec<&str> = ["group", "channel", "thread", "dm"]
-                .into_iter()
-                .filter(|t| *t != p.chat_type && (*t != "dm" || p.thread_id.is_none()))
-                .collect();
-            o.chat_type = (*rng.pick(&others)).to_owned();
-        }
         Collision::Whitespace => {
             let pad = *rng.pick(&[" ", "\t", "\u{a0}"]);
             match &p.thread_id {
@@ -575,10 +565,6 @@ mod tests {
         let p = o("group", "-100", Some("5"), Some("42"));
         let cases = [
             (
-                o("channel", "-100", Some("5"), Some("42")),
-                Collision::ChatType,
-            ),
-            (
                 o("group", "-100 ", Some("5"), Some("42")),
                 Collision::Whitespace,
             ),
@@ -605,6 +591,10 @@ mod tests {
         assert_eq!(collision(&w, &w2), Some(Collision::Canonical));
         // Unrelated threads and the same thread are not twins.
         assert_eq!(collision(&p, &p), None);
+        assert_eq!(
+            collision(&p, &o("channel", "-100", Some("5"), Some("42"))),
+            None
+        );
         assert_eq!(collision(&p, &o("group", "-200", Some("5"), None)), None);
     }
 }
