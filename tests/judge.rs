@@ -326,6 +326,27 @@ fn text_4_the_count_is_on_the_final_line() {
     text.truncate(cut);
     text.push_str("\n| 1 more suppressed");
     assert_eq!(rules(&judge(&t, &r)), ["TEXT-4"]);
+    // A final line whose only `1` is a digit of an id is not a count
+    // (hermes-agent's `proc_11678f1d87f5`): it passed TEXT-4 before.
+    for id_line in [
+        "Watch patterns disabled for proc_11678f1d87f5",
+        "stopped: p1, run p1-x1",
+    ] {
+        let mut r = good.clone();
+        let text = &mut r.deliveries[second].text;
+        let cut = text.trim_end().rfind('\n').expect("more than one line");
+        text.truncate(cut);
+        text.push('\n');
+        text.push_str(id_line);
+        assert_eq!(rules(&judge(&t, &r)), ["TEXT-4"], "{id_line}");
+    }
+    // The count standing alone, in any words, is one.
+    let mut r = good.clone();
+    let text = &mut r.deliveries[second].text;
+    let cut = text.trim_end().rfind('\n').expect("more than one line");
+    text.truncate(cut);
+    text.push_str("\n(suppressed: 1, proc_8f2d)");
+    assert!(judge(&t, &r).is_empty(), "{:?}", judge(&t, &r));
 }
 
 /// PROC-10: an agent's read of an ended process, from its own thread or
