@@ -13,6 +13,7 @@ original stdout and everything else (stdout included) goes to stderr.
 """
 import json
 import atexit
+import gc
 import os
 import shutil
 import sys
@@ -39,8 +40,14 @@ os.environ["HERMES_HOME"] = private_dir("procroute-hermes-")
 # gateway builds for it ends the turn promptly.
 import importlib.metadata as _md  # noqa: E402
 _interim = "" if _md.version("hermes-agent") == "0.13.0" else '  interim_assistant_messages: "off"\n'
+# No automatic session titles (0.19.0; 0.13.0 has no switch): a title is
+# written by a model (an auxiliary LLM call on a thread of its own after a
+# session's first exchange), and the model is what the harness replaces;
+# with a key that is never valid, each attempt only builds an HTTP client
+# and fails, costing every trace CPU time on no routing path.
+_titles = "auxiliary:\n  title_generation:\n    enabled: false\n"
 with open(os.path.join(os.environ["HERMES_HOME"], "config.yaml"), "w", encoding="utf-8") as _f:
-    _f.write('display:\n  tool_progress: "off"\n' + _interim)
+    _f.write('display:\n  tool_progress: "off"\n' + _interim + _titles)
 os.environ.setdefault("HERMES_BACKGROUND_NOTIFICATIONS", "result")
 os.environ.setdefault("TERMINAL_ENV", "local")
 # Traces run through hermes' own message handler: every sender is
@@ -204,6 +211,10 @@ def run_isolated(drive, trace):
     `conform --jobs` shares them out. Each trace starts from the state the
     harness had after importing hermes, whatever ran before it."""
     r, w = os.pipe()
+    # What the harness process holds now (hermes' modules, drive.prewarm's
+    # work) stays out of the fork's garbage collections, so the fork does
+    # not copy those pages to scan them.
+    gc.freeze()
     pid = os.fork()
     if pid == 0:  # the child: run, hand back one JSON document, exit at once
         os.close(r)
