@@ -356,3 +356,66 @@ fn parallel_workers_change_nothing_in_the_report() {
     assert!(one.iter().any(|o| !o.passed), "the bug shows");
     assert_eq!(one, two);
 }
+
+/// P-13 and the coverage floor: a rule that only restarts reach is under
+/// the floor when a profile steers every restart off. That shortfall is
+/// the profile's (the same seeds reach it without the profile), so it is
+/// reported as skipped with the reason, not as a failure; `--unsteered`
+/// meets the floor.
+#[test]
+fn p13_a_shortfall_the_profile_causes_is_skipped_with_its_reason() {
+    let relay = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/harnesses/relay.py");
+    let exe = env!("CARGO_BIN_EXE_procroute");
+    let dir = std::env::temp_dir().join(format!("procroute-p13-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let conform = |extra: &[&str]| -> Vec<serde_json::Value> {
+        let json = dir.join("r.json");
+        let inner = format!("python3 {relay} no-restart-profile {exe} harness");
+        let status = std::process::Command::new(exe)
+            .args([
+                "conform",
+                "--impl",
+                &inner,
+                "--cases",
+                "100",
+                "--only",
+                "coverage/*",
+            ])
+            .args(["--only", "gen/*", "--max-shrunk", "0", "--json-out"])
+            .arg(&json)
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("runs");
+        assert!(status.success(), "the built-in router passes: {status}");
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+        r["outcomes"]
+            .as_array()
+            .expect("outcomes")
+            .iter()
+            .filter(|o| o["id"].as_str().is_some_and(|i| i.starts_with("coverage/")))
+            .cloned()
+            .collect()
+    };
+    let steered = conform(&[]);
+    let restart_only = steered
+        .iter()
+        .find(|o| o["id"] == "coverage/DELIVER-6")
+        .unwrap_or_else(|| panic!("DELIVER-6 needs a restart: {steered:?}"));
+    let why = restart_only["skipped"]
+        .as_str()
+        .expect("skipped, not failed");
+    assert!(
+        why.contains("the generation profile keeps it there") && why.contains("--unsteered"),
+        "{why}"
+    );
+    assert!(steered
+        .iter()
+        .all(|o| o["passed"] == true || o["skipped"].is_string()));
+    assert!(
+        conform(&["--unsteered"]).is_empty(),
+        "unsteered, every rule meets the floor"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -4,7 +4,8 @@ about trace replies, for the runner's robustness tests.
 MODE (argv[1]): wrongseq (the first trace reply names another seq) |
 extra (every trace reply carries an unknown field) | refuse-nul (traces with
 a NUL in a thread's id are skipped, like hermes-agent's environment
-variables) | refuse-nul-declared (the same, declared as a constraint, P-12)."""
+variables) | refuse-nul-declared (the same, declared as a constraint, P-12) |
+no-restart-profile (declares a profile that steers every restart off, P-13)."""
 import json
 import subprocess
 import sys
@@ -19,6 +20,8 @@ for line in sys.stdin:
     if msg["cmd"] == "stop":
         break
     reply = json.loads(inner.stdout.readline())
+    if msg["cmd"] == "start" and mode == "no-restart-profile":
+        reply["steer"] = [{"shape": "restart", "share": 0, "reason": "a test profile"}]
     if msg["cmd"] == "start" and mode == "refuse-nul-declared":
         reply["constraints"] = [{"fields": ["chat_id", "thread_id", "user_id", "user_name"],
                                  "forbid": "\u0000", "reason": "ids travel in environment variables"}]

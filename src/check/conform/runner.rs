@@ -369,6 +369,11 @@ pub struct Coverage {
     /// line per steer; empty when none was declared or `--unsteered`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steered: Vec<String>,
+    /// Under a profile, per judged rule, how many of the same seeds'
+    /// traces generated without it exercise the rule (the floor's check
+    /// tells a shortfall the profile causes from one it does not).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unsteered_by_rule: std::collections::BTreeMap<String, usize>,
 }
 
 impl Coverage {
@@ -883,6 +888,16 @@ pub fn run_traces_covered(
         coverage.traces += 1;
         for r in &exercised {
             *coverage.by_rule.entry((*r).to_owned()).or_default() += 1;
+        }
+        if !profile.is_empty() {
+            // What the same seed reaches without the profile: a rule the
+            // profile alone keeps under the floor is then told apart from
+            // one the generator never reaches (model's view, no harness).
+            let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64);
+            let plain = super::trace::generate_within(seed, cfg.max_steps, &limits);
+            for r in crate::check::model::judge::exercised(&plain) {
+                *coverage.unsteered_by_rule.entry(r.to_owned()).or_default() += 1;
+            }
         }
         let cited = cited_rules(&exercised);
         let result = match result {
