@@ -221,3 +221,37 @@ fn a_flaky_line_forgives_a_pass_not_a_changed_failure() {
         "{why:?}"
     );
 }
+
+/// `?SIG` on a line: a violation the case may or may not show (a flaky
+/// case's varying part). With it or without it the case is as pinned; any
+/// other change still fails, and the word is not a fixed pin.
+#[test]
+fn a_maybe_signature_may_come_and_go_and_nothing_else() {
+    let list = "gen/1/9  # H-WATCH-DROPPED flaky INV-4:watch_match ?PROC-7:completion\n";
+    let pins = parse_pins(list);
+    assert!(pins[0].maybe.contains("PROC-7:completion"));
+    assert!(!pins[0].signatures.contains("PROC-7:completion"));
+    for sigs in [
+        &["INV-4:watch_match"][..],
+        &["INV-4:watch_match", "PROC-7:completion"][..],
+    ] {
+        let mut o = [failing("gen/1/9", sigs)];
+        assert!(judged(&mut o, list).is_empty(), "{sigs:?}");
+    }
+    let mut o = [failing("gen/1/9", &["PROC-7:completion"])];
+    let why = judged(&mut o, list);
+    assert!(
+        why.iter()
+            .any(|w| w.contains("no longer INV-4:watch_match")),
+        "{why:?}"
+    );
+    let mut o = [failing(
+        "gen/1/9",
+        &["INV-4:watch_match", "INV-1:completion@t0"],
+    )];
+    let why = judged(&mut o, list);
+    assert!(
+        why.iter().any(|w| w.contains("new INV-1:completion@t0")),
+        "{why:?}"
+    );
+}

@@ -71,7 +71,10 @@ enum Command {
         #[arg(long)]
         shard: Option<String>,
         /// A file of case ids (or globs) that are expected to fail; they must
-        /// still fail, and the report says when one starts passing.
+        /// still fail, and the report says when one starts passing. A line
+        /// `ID  # FINDING SIG…` pins the case's violation signatures (a
+        /// change fails the run); `flaky` forgives a pass, `?SIG` a
+        /// violation that may come and go.
         #[arg(long)]
         known_failures: Option<std::path::PathBuf>,
         /// Generated origins per key-dialect law family (KEY-L1..L4), for a

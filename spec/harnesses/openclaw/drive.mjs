@@ -71,7 +71,7 @@
 // names, for each process whose event the heartbeat consumed, with the
 // message's line that is that event. An event consumed without a message
 // naming it is a dead letter (no_route when it carried no target).
-import { mkdtempSync, rmSync, openSync, closeSync, writeSync } from "node:fs";
+import { mkdtempSync, rmSync, openSync, closeSync, writeSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { createServer } from "node:http";
@@ -187,6 +187,16 @@ class Gateway {
 
 export async function init(dir, routing) {
   const api = { routing, dir, skew: 0, epoch: Date.now(), gateway: await Gateway.start(dir) };
+  // The working directory of every process the exec tool starts: one per
+  // harness process, not one per trace. OpenClaw's exec runtime keys its
+  // login-shell snapshot by the working directory (shell-snapshot.ts:
+  // captured by an interactive shell that runs a Node process, then
+  // checked by another shell); per trace, every trace's first exec paid for
+  // a new one. The shell, its environment and the command are the same for
+  // every trace, and so is the snapshot; the processes read only their
+  // FIFOs, which stay in the trace's own directory.
+  api.cwd = mkdtempSync(join(tmpdir(), "procroute-openclaw-cwd-"));
+  process.on("exit", () => rmSync(api.cwd, { recursive: true, force: true }));
   // The fake Telegram Bot API: records every call, answers like Telegram.
   // It lives here, not in the gateway: the platform outlives a crash.
   const calls = [];
@@ -249,13 +259,26 @@ function sessionKeyOf(api, o, dmScope) {
   return api.routing.resolveThreadSessionKeys({ baseSessionKey: base, threadId: o.thread_id }).sessionKey;
 }
 
+// Whether a process has not ended yet. A process of a crashed gateway
+// that has exited stays a zombie until init reaps it, on init's own
+// schedule (here every 2 s or so); it has ended all the same, and waiting
+// for the reaping cost 2 s per such process.
+const PROC_STAT = existsSync("/proc/self/stat");
 const alive = (pid) => {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
   }
+  if (!PROC_STAT) return true;
+  let stat;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return false; // gone between the two looks
+  }
+  const state = stat.charAt(stat.lastIndexOf(")") + 2);
+  return state !== "Z" && state !== "X";
 };
 
 export async function runTrace(api, trace, dmScope = "main") {
@@ -461,7 +484,7 @@ export async function runTrace(api, trace, dmScope = "main") {
               host: "gateway",
               security: "full",
               ask: "off",
-              cwd: work,
+              cwd: api.cwd,
               config: cfg,
             },
             call: `call-${step}`,

@@ -10,7 +10,7 @@
 //
 // Requests: { id, method, args } over IPC; answers { id, result } or
 // { id, error }.
-import { openclaw } from "./openclaw.mjs";
+import { openclaw, flushCompileCache } from "./openclaw.mjs";
 
 // The trace's clock. The wake scheduler (heartbeat-wake-*.mjs: when a
 // wake is due, its retries) and the heartbeat runner's scheduler
@@ -314,6 +314,9 @@ const methods = {
   // carries over. Wakes an earlier trace left pending are run first, while
   // every queue is empty, by a runner that is then thrown away.
   async begin({ cfg, now, skew: ahead, epoch: at }) {
+    // What the previous trace compiled on first use (OpenClaw's lazily
+    // loaded chunks) goes to the code cache for the next gateway.
+    flushCompileCache();
     skew = ahead;
     epoch = at;
     traceCfg = cfg;
@@ -383,12 +386,24 @@ const methods = {
 };
 
 process.on("message", async ({ id, method, args }) => {
+  const t0 = realPerf();
+  const c0 = process.cpuUsage();
   try {
     process.send({ id, result: await methods[method](args ?? {}) });
   } catch (e) {
     process.send({ id, error: `${e?.name ?? "Error"}: ${e?.message ?? e}` });
   }
+  // Where a gateway's time goes (PROCROUTE_DEBUG): calls of 100 ms or more.
+  if (process.env.PROCROUTE_DEBUG && realPerf() - t0 >= 100) {
+    const c = process.cpuUsage(c0);
+    debug("call", method, Math.round(realPerf() - t0), "ms,", Math.round((c.user + c.system) / 1000), "ms CPU");
+  }
 });
 // The driver going away ends the gateway too.
 process.on("disconnect", () => process.exit(0));
+{
+  const c = process.cpuUsage();
+  debug("booted", Math.round(realPerf()), "ms,", Math.round((c.user + c.system) / 1000), "ms CPU");
+}
+flushCompileCache();
 process.send({ ready: true, index: api.index });

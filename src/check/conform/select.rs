@@ -121,6 +121,9 @@ pub struct Pin {
     /// says why), so a pass is not "now passes"; a failure is still held
     /// to the pinned signatures.
     pub flaky: bool,
+    /// Signatures written `?SIG`: violations the case may or may not
+    /// show (a flaky case's varying part); any other change still counts.
+    pub maybe: BTreeSet<String>,
 }
 
 /// Whether a word of a known-failures comment is a violation signature:
@@ -153,7 +156,8 @@ pub fn is_signature(word: &str) -> bool {
 
 /// Parses every line of a known-failures file into a [`Pin`]: the first
 /// word of the comment is the finding unless it is a signature; every
-/// signature word after it is pinned; other words are prose.
+/// signature word after it is pinned, every `?`-prefixed one allowed to
+/// come and go; other words are prose.
 pub fn parse_pins(text: &str) -> Vec<Pin> {
     text.lines()
         .filter_map(|l| {
@@ -171,11 +175,19 @@ pub fn parse_pins(text: &str) -> Vec<Pin> {
                 words.next();
             }
             let flaky = comment.split_whitespace().any(|w| w == "flaky");
+            let words: Vec<&str> = words.collect();
             Some(Pin {
                 pattern: pattern.to_owned(),
                 flaky,
                 finding,
                 signatures: words
+                    .iter()
+                    .filter(|w| is_signature(w))
+                    .map(|w| (*w).to_owned())
+                    .collect(),
+                maybe: words
+                    .iter()
+                    .filter_map(|w| w.strip_prefix('?'))
                     .filter(|w| is_signature(w))
                     .map(str::to_owned)
                     .collect(),
@@ -200,13 +212,16 @@ pub fn check_pins(outcomes: &mut [Outcome], pins: &[Pin]) -> Vec<String> {
             continue;
         };
         let now: BTreeSet<String> = o.violations.iter().cloned().collect();
-        if now == pin.signatures {
+        // `?SIG` words may come and go; the rest must be exactly there.
+        let now_fixed: BTreeSet<String> = now.difference(&pin.maybe).cloned().collect();
+        if now_fixed == pin.signatures {
             continue;
         }
-        if pin.signatures.is_empty() {
+        if pin.signatures.is_empty() && pin.maybe.is_empty() {
             // A line that pins nothing (an older list) matches by id alone.
             continue;
         }
+        let now = now_fixed;
         let new: Vec<&str> = now
             .difference(&pin.signatures)
             .map(String::as_str)
