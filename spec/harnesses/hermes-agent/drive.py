@@ -600,7 +600,7 @@ class Driver:
         self.turns.clear()
         self.scripted.clear()
         self.loop.close()
-        for run in self.runs.values():
+        for run in list(self.runs.values()):
             if run.running and not survive:
                 self._signal(run, signal.SIGKILL)
                 self._join(run)
@@ -610,7 +610,7 @@ class Driver:
     def close(self):
         for turn, _task in self.turns.values():
             turn.put(END)
-        for run in self.runs.values():
+        for run in list(self.runs.values()):
             if run.running:
                 self._signal(run, signal.SIGKILL)
         for run in self.by_sid.values():
