@@ -11,7 +11,9 @@ the judge found in it (`conform`'s `violations`: `RULE`, `RULE:kind`,
 `RULE:kind@tN`), so `conform` fails when a known case's violations change.
 `--check` (run.sh runs it after every run) re-derives the finding of every
 failing case and exits 1 naming each case whose finding differs from the
-list's, or that the list does not have.
+list's, or that the list does not have, and compares every stored trace
+of hermes (spec/vectors/traces/hermes-*.json) with FINDINGS.md's table
+"Stored traces" (the column of the list's version).
 
 A failure that fits no finding is printed to stderr and the script exits 1:
 then FINDINGS.md needs a new entry (or the harness a fix), never a silent
@@ -149,21 +151,7 @@ def classify(rule, violation, trace):
         homes = [threads[s["thread"]] for s in spawns]
         if any(strip_unstable(h["chat_id"]) or strip_unstable(h.get("thread_id")) for h in homes):
             return "H-STRIP"
-        # A lane twin (spec/PROTOCOL.md P-13): ids that hermes joins raw
-        # with ':' into one key, or WhatsApp ids it canonicalises into one.
-        for h in homes:
-            for t in threads:
-                if t is not h and raw_twins(h, t):
-                    return "H-KEY-RAW"
-                if t is not h and whatsapp_twins(h, t):
-                    return "H-WHATSAPP-CANON"
-        # A thread and a user of one chat with the same id: one hermes key.
-        for h in homes:
-            for t in threads:
-                same_chat = (t["platform"], t["chat_id"]) == (h["platform"], h["chat_id"])
-                if same_chat and (t.get("thread_id") is None) != (h.get("thread_id") is None):
-                    return "H-THREAD-USER"
-        return None
+        return shared_key(homes, threads)
     if rule == "INV-4" and kind == "watch_match":
         if spawns and spawns[-1]["notify"] and spawns[-1]["watch"]:
             return "H-WATCH-DROPPED"
@@ -196,9 +184,30 @@ def classify(rule, violation, trace):
             return "H-OUTAGE-LOST"
         if "which its output tail must quote" in violation:
             return "H-OLD-READER"
-        return None
+        # 0.13.0 delivers neither twin's completion (a shared key).
+        return shared_key(homes, threads) if rule == "PROC-7" else None
     if rule == "DELIVER-6" and proc is None:
         return "H-INFLIGHT"
+    return None
+
+
+def shared_key(homes, threads):
+    """The finding of a process home that shares its hermes session key with
+    another thread of the trace, or None."""
+    # A lane twin (spec/PROTOCOL.md P-13): ids that hermes joins raw
+    # with ':' into one key, or WhatsApp ids it canonicalises into one.
+    for h in homes:
+        for t in threads:
+            if t is not h and raw_twins(h, t):
+                return "H-KEY-RAW"
+            if t is not h and whatsapp_twins(h, t):
+                return "H-WHATSAPP-CANON"
+    # A thread and a user of one chat with the same id: one hermes key.
+    for h in homes:
+        for t in threads:
+            same_chat = (t["platform"], t["chat_id"]) == (h["platform"], h["chat_id"])
+            if same_chat and (t.get("thread_id") is None) != (h.get("thread_id") is None):
+                return "H-THREAD-USER"
     return None
 
 
@@ -292,7 +301,71 @@ def check(report_path, save_dir, known_path):
             bad += 1
     print(f"classify --check: {len([o for o in outcomes if not o['passed']])} failing case(s), "
           f"{bad} whose finding differs from {os.path.basename(known_path)}", file=sys.stderr)
+    bad += check_stored(outcomes, known_path)
     sys.exit(1 if bad else 0)
+
+
+def pins(path):
+    """case id -> 'FINDING sig …' (the comment of its known-failures line,
+    `flaky` left out)."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            case, _, comment = line.partition("#")
+            if case.strip() and comment.split():
+                out[case.strip()] = " ".join(w for w in comment.split() if w != "flaky")
+    return out
+
+
+def stored_table(findings_md):
+    """FINDINGS.md's table "Stored traces": file -> {version: cell}, a cell
+    being `pass` or the finding and signatures the list pins."""
+    rows, versions = {}, None
+    with open(findings_md, encoding="utf-8") as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if line.startswith("| stored trace |"):
+                versions = cells[3:]
+            elif versions and re.match(r"^\| `hermes-[a-z0-9-]+\.json` \|", line):
+                name = cells[0].strip("`")
+                rows[name] = dict(zip(versions, cells[3:]))
+    return rows
+
+
+def check_stored(outcomes, known_path):
+    """Every stored trace of FINDINGS.md's table fails (or passes) on this
+    run exactly as its cell for this version says: the claims of the
+    findings' counterexamples are checked by every run."""
+    version = re.sub(r"^known-failures-(.*)\.txt$", r"\1", os.path.basename(known_path))
+    findings_md = os.path.join(os.path.dirname(os.path.abspath(__file__)), "FINDINGS.md")
+    table = stored_table(findings_md)
+    if not table:
+        print("classify --check: FINDINGS.md has no table of stored traces", file=sys.stderr)
+        return 1
+    ran = {o["id"]: o for o in outcomes}
+    known, bad = pins(known_path), 0
+    for name, cells in sorted(table.items()):
+        oid = "trace/" + name[: -len(".json")]
+        want = cells.get(version)
+        if want is None:
+            print(f"classify --check: FINDINGS.md's stored-trace table has no column {version}", file=sys.stderr)
+            return 1
+        o = ran.get(oid)
+        if o is None:
+            continue  # a run of some cases only (--only)
+        if o["passed"]:
+            got = "pass"
+        else:
+            got = known.get(oid, "failing, not in the list")
+        if got != want:
+            print(f"{name} on {version}: this run {got}; FINDINGS.md's table says {want}", file=sys.stderr)
+            bad += 1
+    for oid in sorted(i for i in ran if i.startswith("trace/hermes-")):
+        if oid[len("trace/"):] + ".json" not in table:
+            print(f"{oid}: not in FINDINGS.md's table of stored traces", file=sys.stderr)
+            bad += 1
+    print(f"classify --check: {len(table)} stored traces against FINDINGS.md, {bad} differing", file=sys.stderr)
+    return bad
 
 
 def main():

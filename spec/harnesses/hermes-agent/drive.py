@@ -11,8 +11,12 @@ own objects. This is our code; everything that decides anything is hermes':
                     _format_gateway_process_notification, inject them with
                     GatewayRunner._inject_watch_notification). On a busy thread
                     it only touches the session (the running turn's end drains).
-  turn_start t      the session is touched and marked running
-                    (GatewayRunner._running_agents).
+  turn_start t      a user message whose turn hermes starts and holds open
+                    (its agent waits for the trace's next action); the
+                    virtual clock moves, timer by timer and at most 1 s,
+                    until hermes tracks the turn as running
+                    (GatewayRunner._running_agents, set by a task polling
+                    every 50 ms), as real time would.
   turn_end t        the post-turn block runs, the session is no longer running.
   reset t           SessionStore.reset_session (what /new calls).
   spawn t p         the agent of t's session calls tools.terminal_tool with
@@ -649,11 +653,12 @@ class Driver:
         standing: what hermes does after an op is done before the next op."""
         self._pump_until(lambda: False, "settling", settle=True)
 
-    def _pump_until(self, done, what, move_clock=False, parked=None, settle=False):
+    def _pump_until(self, done, what, move_clock=False, parked=None, settle=False, clock_limit=None):
         """Runs the loop until `done()`, for work hermes does on other threads
         (the agent's executor). When the loop is quiet and `done()` does not
         hold: with `move_clock` the virtual clock moves to the next timer
-        (hermes' startup sleeps, e.g. the adapters' settle second); with
+        (hermes' startup sleeps, e.g. the adapters' settle second), but not
+        past `clock_limit` (the wait ends there instead); with
         `parked` (a task) or `settle` the wait ends (hermes holds the task
         behind another turn's lease or queue); else it goes on until the
         work of other threads lands."""
@@ -669,6 +674,10 @@ class Driver:
                     return
                 if move_clock:
                     pending = [h.when() for h in self.loop._scheduled if not h._cancelled]
+                    if clock_limit is not None:
+                        pending = [w for w in pending if w <= clock_limit]
+                        if not pending:
+                            return
                     if pending:
                         self.clock.now = max(self.clock.now, min(pending))
                         continue
@@ -844,6 +853,26 @@ class Driver:
         self.scripted.setdefault(self.key_of(t), []).append(turn)
         task = self._deliver_message(t, f"procroute step {self.step}", until=turn.started.is_set)
         self.turns[t] = (turn, task)
+        self._tracked(t, task)
+
+    def _tracked(self, t, task):
+        """hermes counts a turn as running (GatewayRunner._running_agents,
+        which the shutdown notices and the busy checks read) once a task of
+        its turn handler, polling every 50 ms (`track_agent` in run.py),
+        sees the agent built. Real time passes those 50 ms at once; the
+        virtual clock only when moved: it is moved here, timer by timer as
+        real time would, until hermes tracks the agent (at most 1 s; hermes
+        skips the promotion for a stale run). Without this a running turn
+        was never tracked and no shutdown notice was ever sent."""
+        key = self.key_of(t)
+        sentinel = getattr(gr, "_AGENT_PENDING_SENTINEL", None)
+
+        def tracked():
+            agent = self.runner._running_agents.get(key)
+            return task.done() or (agent is not None and agent is not sentinel)
+
+        self._pump_until(tracked, f"hermes tracking the turn in thread {t}",
+                         move_clock=True, clock_limit=self.clock.now + 1.0)
 
     def _turn_end(self, t):
         turn, task = self.turns.pop(t)

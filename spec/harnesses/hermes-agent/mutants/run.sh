@@ -122,7 +122,8 @@ print("gateway", gateway.run.__file__); print("tools", tools.process_registry.__
 
   start=$(date +%s)
   set +e
-  PROCROUTE_MUTANT_MARK="$dir/imported" PYTHONPATH="$overlay" "$harness" --json-out "$dir/r.json" "${pass[@]}" >"$dir/out.txt" 2>&1
+  PROCROUTE_MUTANT_MARK="$dir/imported" PYTHONPATH="$overlay" "$harness" --json-out "$dir/r.json" \
+    --save "$dir/saved" "${pass[@]}" >"$dir/out.txt" 2>&1
   rc=$?
   set -e
   secs=$(( $(date +%s) - start ))
@@ -135,8 +136,8 @@ print("gateway", gateway.run.__file__); print("tools", tools.process_registry.__
   done
   echo "== $name: the harness imported $(sort -u "$dir/imported" | tr '\n' ' ')" >&2
 
-  summary="$("$python" - "$dir/r.json" <<'PY'
-import json, re, sys
+  summary="$("$python" - "$dir/r.json" "$here/../../../.." <<'PY'
+import json, os, re, sys
 try:
     report = json.load(open(sys.argv[1], encoding="utf-8"))
 except Exception as exc:  # no report: the run died before writing it
@@ -144,7 +145,7 @@ except Exception as exc:  # no report: the run died before writing it
     sys.exit(0)
 # The rule a failing case broke: a trace counterexample names it
 # (found.rule); otherwise the rules the case cites.
-rules, lengths = [], []
+rules, lengths, unshrunk = [], [], []
 for o in report.get("outcomes", []):
     if o.get("passed") or o.get("expected_failure"):
         continue
@@ -159,8 +160,25 @@ for o in report.get("outcomes", []):
         # step(s)"); else the trace's ops, quiescence suffix included.
         m = re.search(r"shrunk from \d+ to (\d+) step", o.get("detail") or "")
         lengths.append(int(m.group(1)) if m else len((f.get("trace") or {}).get("ops", [])))
+        continue
+    # Not shrunk (a changed known case, or --max-shrunk 0): the saved
+    # trace as generated, its steps before the quiescence suffix (an
+    # adapter-up, a turn end per thread, 12 advances).
+    m = re.search(r"saved (\S+\.json)", o.get("detail") or "")
+    path = m.group(1) if m else None
+    if path is None:
+        # A stored trace (spec/vectors/traces/…): its file in the repository.
+        m = re.search(r"stored trace (spec/vectors/traces/\S+\.json)", o.get("detail") or "")
+        path = os.path.join(sys.argv[2], m.group(1)) if m else None
+    try:
+        t = json.load(open(path, encoding="utf-8"))["trace"] if path else None
+    except (OSError, ValueError, KeyError):
+        t = None
+    if t:
+        unshrunk.append(len(t["ops"]) - 13 - len(t["threads"]))
 n = sum(1 for o in report.get("outcomes", []) if not o.get("passed") and not o.get("expected_failure"))
-print(f"{n} unexpected: {', '.join(rules) or '-'}\t{min(lengths) if lengths else '-'}")
+length = str(min(lengths)) if lengths else f"({min(unshrunk)} unshrunk)" if unshrunk else "-"
+print(f"{n} unexpected: {', '.join(rules) or '-'}\t{length}")
 PY
 )"
   rules="${summary%%$'\t'*}"
@@ -188,7 +206,7 @@ PY
 done
 
 echo
-echo "| mutant | caught? | rules (unexpected failures) | shrunk length | time |"
+echo "| mutant | caught? | rules (unexpected failures) | counterexample steps | time |"
 echo "|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
