@@ -162,3 +162,102 @@ fn architecture_lists_every_file_and_nothing_else() {
         "ARCHITECTURE.md names paths that do not exist: {stale:?}"
     );
 }
+
+/// The text of each rule of SPEC.md (`**ID** …` up to the next blank line
+/// or heading), white space collapsed.
+fn rule_texts() -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in SPEC.lines() {
+        let start = line
+            .strip_prefix("**")
+            .and_then(|l| l.split_once("**"))
+            .filter(|(id, _)| id.contains('-') && !id.contains(' '));
+        if let Some((id, rest)) = start {
+            out.insert(id.to_owned(), rest.trim().to_owned());
+            current = Some(id.to_owned());
+        } else if line.trim().is_empty() || line.starts_with('#') {
+            current = None;
+        } else if let Some(id) = &current {
+            let text = out.get_mut(id).expect("inserted");
+            text.push(' ');
+            text.push_str(line.trim());
+        }
+    }
+    out
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Every verdict quotes its sentence: each clause of the judge
+/// (`judge::CLAUSES`) is, word for word, part of its rule's text in
+/// SPEC.md, and every rule the judge can tag has one.
+#[test]
+fn every_verdict_quotes_a_sentence_of_its_rule() {
+    use procroute::check::model::judge::{clause, CLAUSES, JUDGED};
+    let texts = rule_texts();
+    for (rule, quote) in CLAUSES {
+        let text = texts
+            .get(*rule)
+            .unwrap_or_else(|| panic!("{rule}: the judge quotes a rule SPEC.md does not have"));
+        assert!(
+            collapse(text).contains(&collapse(quote)),
+            "{rule}: the judge quotes \"{quote}\", which SPEC.md's {rule} does not say:\n{text}"
+        );
+    }
+    for rule in JUDGED {
+        assert!(
+            clause(rule).is_some(),
+            "{rule}: judged, but no sentence of SPEC.md is quoted for it"
+        );
+    }
+    let quoted: BTreeSet<&str> = CLAUSES.iter().map(|(r, _)| *r).collect();
+    assert_eq!(quoted.len(), CLAUSES.len(), "a rule is quoted twice");
+    assert!(
+        quoted.iter().all(|r| JUDGED.contains(r)),
+        "a quote for a rule the judge never tags"
+    );
+}
+
+/// No judge-only rules: every rule id the judge or the oracle can put on a
+/// verdict (a string literal in their source) is in `JUDGED`, so it has a
+/// quoted sentence (above) that exists in SPEC.md.
+#[test]
+fn the_judge_tags_no_rule_without_a_sentence() {
+    use procroute::check::model::judge::JUDGED;
+    let source = concat!(
+        include_str!("../src/check/model/judge.rs"),
+        include_str!("../src/check/model/oracle.rs")
+    );
+    let texts = rule_texts();
+    let mut seen = 0;
+    // Every text between two consecutive quote marks: a rule id there is
+    // a string literal (an id has no quote mark or space in it).
+    let pieces: Vec<&str> = source.split('"').collect();
+    for piece in pieces.iter().copied() {
+        let is_id = piece.split_once('-').is_some_and(|(a, b)| {
+            !a.is_empty()
+                && a.chars().all(|c| c.is_ascii_uppercase())
+                && !b.is_empty()
+                && b.chars().all(|c| c.is_ascii_digit())
+        });
+        if !is_id {
+            continue;
+        }
+        seen += 1;
+        assert!(
+            JUDGED.contains(&piece),
+            "the judge can tag {piece}, which is not in JUDGED"
+        );
+        assert!(
+            texts.contains_key(piece),
+            "the judge can tag {piece}, which SPEC.md does not have"
+        );
+    }
+    assert!(
+        seen > 50,
+        "found only {seen} rule ids in the judge's source"
+    );
+}

@@ -929,6 +929,7 @@ fn replay(
                         for v in &r.violations {
                             out.push_str(&format!("  {}: {}\n", v.rule, v.detail));
                         }
+                        out.push_str(&procroute::check::model::judge::quotes(&r.violations));
                     }
                     if !r.differences.is_empty() {
                         out.push_str(

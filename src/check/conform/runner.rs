@@ -680,6 +680,7 @@ pub fn failure_detail(
         }
         d.push_str(&format!("{}: {}\n", v.rule, v.detail));
     }
+    d.push_str(&crate::check::model::judge::quotes(violations));
     if !note.is_empty() {
         d.push_str(note);
         d.push('\n');

@@ -439,8 +439,14 @@ pub fn judge(case: &Case, obs: &Value) -> Result<(), String> {
         let got: KeyFields = obs
             .get("fields")
             .cloned()
-            .ok_or("no fields in the answer")
-            .and_then(|f| serde_json::from_value(f).map_err(|_| "fields do not parse"))
+            .ok_or_else(|| "no `fields` in the answer".to_owned())
+            .and_then(|f| {
+                serde_json::from_value(f).map_err(|e| {
+                    format!(
+                        "`fields` is not the shape PROTOCOL P-3 gives for canonical_parse ({e})"
+                    )
+                })
+            })
             .map_err(|e| format!("{e}: {obs}"))?;
         if &got != want {
             return Err(format!("expected fields {want:?}, got {got:?}"));
@@ -454,11 +460,15 @@ pub fn judge(case: &Case, obs: &Value) -> Result<(), String> {
         return Ok(());
     }
     if let Some(want) = &expect.parsed {
-        let got: hermes::HermesParsed = obs
+        let parsed = obs
             .get("parsed")
             .cloned()
-            .and_then(|p| serde_json::from_value(p).ok())
-            .ok_or_else(|| format!("no parsed value in {obs}"))?;
+            .ok_or_else(|| format!("no `parsed` in {obs}"))?;
+        // Say what is wrong with the shape (PROTOCOL P-3): an implementer
+        // must not have to guess it from a bare "no".
+        let got: hermes::HermesParsed = serde_json::from_value(parsed).map_err(|e| {
+            format!("`parsed` is not the shape PROTOCOL P-3 gives for hermes_parse ({e}): {obs}")
+        })?;
         return if &got == want {
             Ok(())
         } else {

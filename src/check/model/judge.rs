@@ -125,6 +125,62 @@ pub const JUDGED: &[&str] = &[
     "TEXT-4",
 ];
 
+/// The sentence of `spec/SPEC.md` each judged rule's verdicts enforce,
+/// quoted word for word from the rule's text (`tests/spec_coverage.rs`
+/// checks every quote against SPEC.md, and that every rule the judge can
+/// tag has one): a verdict is only as good as the text an implementer
+/// reads, so every report shows the sentence next to the violation.
+pub const CLAUSES: &[(&str, &str)] = &[
+    ("INV-1", "every notification about a process goes to exactly the thread that process was spawned from"),
+    ("INV-2", "no thread receives a notification, or a byte of output, from a process another thread started"),
+    ("INV-3", "no notification id is delivered twice, across restarts included"),
+    ("INV-4", "at quiescence every promised notification has been delivered or dead-lettered with a reason, and nothing is left queued"),
+    ("INV-5", "the notifications of one run arrive in the order they were emitted"),
+    ("INV-6", "removing the foreground traffic from a trace, or moving it after everything else, changes no notification's destination or content"),
+    ("INV-7", "the completions delivered (or dead-lettered) are exactly the ones the model promised"),
+    ("INV-8", "after a clock advance with the adapter up, no notification that is due for an idle thread is left unsent"),
+    ("SEC-1", "No notification to one origin contains a byte of output of a process started by another origin"),
+    ("DELIVER-1", "over the protocol (P-8) every trace operation is one input, so it is sent during the operation at which it becomes sendable"),
+    ("DELIVER-2", "While a turn runs in a thread, notifications for that thread wait in FIFO order and are sent after the turn ends."),
+    ("DELIVER-3", "delivered at most once per id: an id already queued or delivered is ignored"),
+    ("DELIVER-4", "after the n-th failed attempt at time `t` the next attempt is made at the first input at or after `t + min(2^(n-1) s, 60 s)`. After 6 failed attempts the notification is dead-lettered with the reason"),
+    ("DELIVER-5", "one process's notifications arrive in the order they were emitted"),
+    ("DELIVER-6", "A notification in flight at a crash is sent again after restart with the same id"),
+    ("DELIVER-8", "A shutdown queues exactly one notice per thread (platform, chat type, chat, thread) that has a lane"),
+    ("PROC-3", "An event reports the first pattern (in the spawn's order) that the first matching line contains, and an excerpt of the matching lines"),
+    ("PROC-4", "Per process, at most one watch event per 15 s."),
+    ("PROC-5", "At the 3rd consecutive strike watching is disabled at once, the process is switched to notify-on-exit"),
+    ("PROC-6", "A global breaker admits at most 15 watch events per 10 s window, then none for 30 s."),
+    ("PROC-7", "A completion event (exited with code, terminated by signal, killed, lost, failed to start) is emitted when the process ends, if notify-on-exit was requested or promoted (PROC-5). It carries the last 2,000 characters of output"),
+    ("PROC-8", "a process that did not survive yields a `lost` completion to its origin if one was promised"),
+    ("PROC-10", "changes nothing about the process's notifications: a completion promised to its home thread is still delivered there, with its output tail"),
+    ("ROUTE-4", "An event that cannot be routed is dropped with a typed reason that is recorded"),
+    ("ROUTE-5", "If the stored origin and the captured origin name different threads, the event is dropped (`origin_conflict`), never delivered to either"),
+    ("TEXT-1", "Variants: watch match (pattern, command, matched output), watch disabled, completion (normal exit, exit code, signal, killed, lost, failed to start, with the output tail), shutdown."),
+    ("TEXT-2", "control characters (U+0000–U+001F other than the line feed between lines, U+007F–U+009F), bidi controls (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), the line and paragraph separators (U+2028, U+2029) and U+FEFF in output and in header values (command, pattern, reason) are shown as `\\u{XX}` escapes"),
+    ("TEXT-3", "The shutdown notice is one fixed sentence, with no process data."),
+    ("TEXT-4", "A non-zero suppressed count is reported as a final line, the count written as a number of its own"),
+];
+
+/// The sentence of SPEC.md a verdict of `rule` enforces ([`CLAUSES`]).
+pub fn clause(rule: &str) -> Option<&'static str> {
+    CLAUSES.iter().find(|(r, _)| *r == rule).map(|(_, c)| *c)
+}
+
+/// One line per rule of `violations`, in their order, each once: the
+/// sentence of SPEC.md its verdicts enforce, for a report to print under
+/// the violations (`  (SPEC.md INV-1: "…")`).
+pub fn quotes(violations: &[Violation]) -> String {
+    let mut seen = BTreeSet::new();
+    let mut out = String::new();
+    for v in violations {
+        if let Some(c) = clause(&v.rule).filter(|_| seen.insert(v.rule.as_str())) {
+            out.push_str(&format!("  (SPEC.md {}: \"{c}\")\n", v.rule));
+        }
+    }
+    out
+}
+
 /// Judges `result` for `trace`.
 pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
     judge_world(trace, result, &BTreeSet::new(), 0)
