@@ -182,6 +182,26 @@ fn hostile_text_stays_text() {
     assert_eq!(page.matches("<script>").count(), 1);
 }
 
+/// Reports of two suite versions on one page: the page says so, naming
+/// both (a rule may mean something else in each, spec/CHANGELOG.md); one
+/// version alone carries no such warning.
+#[test]
+fn a_page_over_two_suite_versions_says_so() {
+    let one = |v: &str| Input {
+        label: format!("impl {v}"),
+        report: Report::new(v.into(), vec![Outcome::pass("trace/x", &["INV-1"])]),
+        findings: None,
+    };
+    let page = html::render(&[one("0.1.0"), one("0.2.0")]);
+    assert!(
+        page.contains("These reports come from 2 suite versions (0.1.0, 0.2.0)"),
+        "{}",
+        &page[..page.len().min(2000)]
+    );
+    let page = html::render(&[one("0.2.0"), one("0.2.0")]);
+    assert!(!page.contains("suite versions ("));
+}
+
 #[test]
 fn known_failures_link_to_their_findings() {
     let mut o = Outcome::check(

@@ -277,6 +277,7 @@ blockquote.rule { margin: .4rem 0; padding: .3rem .7rem; border-left: 3px solid 
 figure.timeline { margin: .5rem 0; overflow-x: auto; }
 figure.timeline svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 .muted { color: #666; }
+.warn { background: var(--known); padding: .4em .6em; }
 @media (max-width: 600px) {
   body { padding: .5rem; font-size: 14px; }
   th, td { padding: .2rem .3rem; }
@@ -334,10 +335,21 @@ pub fn render(inputs: &[Input]) -> String {
          <h1>procroute conformance report</h1>\n<p class=\"muted\">Suite {} · {} implementation{} · \
          rules from spec/SPEC.md, judged by the one judge. A cell counts the cases citing the rule; \
          ✗ links to the failures.</p>\n",
-        esc(&suites.into_iter().collect::<Vec<_>>().join(", ")),
+        esc(&suites.iter().copied().collect::<Vec<_>>().join(", ")),
         inputs.len(),
         if inputs.len() == 1 { "" } else { "s" }
     );
+    if suites.len() > 1 {
+        // Reports of different suite versions judged by different texts:
+        // say so before a reader compares them rule for rule.
+        let _ = writeln!(
+            h,
+            "<p class=\"warn\">These reports come from {} suite versions ({}): a rule may mean \
+             something else in each (spec/CHANGELOG.md); compare them rule for rule with care.</p>",
+            suites.len(),
+            esc(&suites.iter().copied().collect::<Vec<_>>().join(", "))
+        );
+    }
     summary(&mut h, inputs, &labels);
     let m = matrix(inputs);
     h.push_str("<h2 id=\"matrix\">Rules × implementations</h2>\n<div class=\"scroll\"><table id=\"matrix-table\">\n<thead><tr><th>rule</th>");
