@@ -40,4 +40,4 @@ pub use key::{KeyError, KeyFields, Policy, Profile};
 pub use origin::{ChatType, Id, Origin, OriginError, Platform};
 
 /// Version of the specification and its vectors (SPEC conventions, S-3).
-pub const SUITE_VERSION: &str = "0.2.0";
+pub const SUITE_VERSION: &str = "0.3.0";

@@ -419,3 +419,118 @@ fn p13_a_shortfall_the_profile_causes_is_skipped_with_its_reason() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// P-15 end to end (SPEC D-1, PROC-10, PROC-11): the read policy a harness
+/// declares in its handshake is the one the judge holds it to, in `replay`
+/// and in `conform`. One hand-written trace (the turn's own agent reads
+/// the ended build while its completion waits for the turn): the built-in
+/// (never) passes; a relay that declares the policy and leaves the
+/// acknowledged completion out passes; the same behaviour undeclared fails
+/// PROC-10; the built-in's behaviour under the declaration fails PROC-11.
+/// Over 100 generated traces, a harness that declares the policy and does
+/// not implement it fails, on PROC-11 alone, and the generator reaches
+/// PROC-11 above the coverage floor; without a declaration PROC-11 is not
+/// in play (no `coverage/PROC-11` case).
+#[test]
+fn p15_the_declared_read_policy_is_the_one_judged() {
+    let relay = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/harnesses/relay.py");
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/harnesses/d1-read-acknowledges.json"
+    );
+    let exe = env!("CARGO_BIN_EXE_procroute");
+    let inner = format!("{exe} harness");
+    let via = |mode: &str| format!("python3 {relay} {mode} {inner}");
+    let replay = |imp: &str| {
+        let out = std::process::Command::new(exe)
+            .args(["replay", trace, "--impl", imp])
+            .output()
+            .expect("runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    assert!(replay(&inner).0, "{}", replay(&inner).1);
+    assert!(replay(&via("read-ack")).0, "{}", replay(&via("read-ack")).1);
+    let (ok, text) = replay(&via("read-ack-undeclared"));
+    assert!(
+        !ok && text.contains("  PROC-10: build completion"),
+        "{text}"
+    );
+    let (ok, text) = replay(&via("declare-read-ack"));
+    assert!(
+        !ok && text.contains("  PROC-11: build completion")
+            && text.contains("read the ended run at step 4"),
+        "{text}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("procroute-p15-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let conform = |imp: &str| -> serde_json::Value {
+        let json = dir.join("r.json");
+        let status = std::process::Command::new(exe)
+            .args(["conform", "--impl", imp, "--cases", "100"])
+            .args([
+                "--only",
+                "gen/*",
+                "--only",
+                "coverage/*",
+                "--max-shrunk",
+                "0",
+            ])
+            .arg("--json-out")
+            .arg(&json)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("runs");
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+        assert_eq!(
+            status.success(),
+            r["outcomes"]
+                .as_array()
+                .expect("outcomes")
+                .iter()
+                .all(|o| o["passed"] != false)
+        );
+        r
+    };
+    let failed = |r: &serde_json::Value| -> Vec<serde_json::Value> {
+        r["outcomes"]
+            .as_array()
+            .expect("outcomes")
+            .iter()
+            .filter(|o| o["passed"] == false)
+            .cloned()
+            .collect()
+    };
+    let claimed = conform(&via("declare-read-ack"));
+    let bad = failed(&claimed);
+    assert!(!bad.is_empty(), "a false declaration is caught");
+    for o in &bad {
+        assert_eq!(
+            o["violations"],
+            serde_json::json!(["PROC-11:completion"]),
+            "{o}"
+        );
+    }
+    let reached = claimed["coverage"]["by_rule"]["PROC-11"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(reached >= 2, "PROC-11 reached by {reached} of 100");
+    assert_eq!(
+        claimed["declared"]["read_acknowledges"],
+        "own_thread_after_delivery"
+    );
+    let plain = conform(&inner);
+    assert!(failed(&plain).is_empty());
+    assert!(plain["coverage"]["by_rule"].get("PROC-11").is_none());
+    assert!(!plain["outcomes"]
+        .as_array()
+        .expect("outcomes")
+        .iter()
+        .any(|o| o["id"] == "coverage/PROC-11"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -541,3 +541,93 @@ fn a_declared_tick_allows_a_poll_and_no_more() {
     // Early is early with or without a tick.
     assert!(!judge_tick(&t, &at(0), 5_000).is_empty());
 }
+
+/// SPEC D-1's declared policy (PROTOCOL P-15, PROC-11): the judge holds a
+/// harness to the read policy it declared, and catches each policy when
+/// violated. Under `never` (PROC-10) a read by the process's own thread,
+/// while its completion waits behind that thread's turn, changes nothing;
+/// under `own_thread_after_delivery` the same read acknowledges the
+/// completion, which must then never be sent. Reads that the policy does
+/// not cover (another thread's agent, the adapter down, the run still
+/// running, an earlier run of the id) acknowledge nothing under either.
+#[test]
+fn d1_read_policy_is_judged_as_declared() {
+    use procroute::check::model::judge::{judge_declared, Declared};
+    use procroute::check::model::oracle::{predict_with, ReadAck};
+    let own = Declared {
+        read_acknowledges: ReadAck::OwnThreadAfterDelivery,
+        ..Declared::default()
+    };
+    let never = Declared::default();
+    let read = |thread: usize| TraceOp::Read {
+        thread,
+        process: "p1".into(),
+    };
+    let exit = TraceOp::Exit {
+        process: "p1".into(),
+        code: 0,
+    };
+    let with = |middle: Vec<TraceOp>| {
+        let mut ops = vec![
+            TraceOp::TurnStart { thread: 0 },
+            spawn(0, "p1", false, true),
+            out("p1", 1, false),
+        ];
+        ops.extend(middle);
+        ops.extend([TraceOp::TurnEnd { thread: 0 }, adv(61_000)]);
+        two_topics(ops)
+    };
+    // The policy's case: the turn's own agent reads the ended run.
+    let t = with(vec![exit.clone(), read(0)]);
+    let fates = predict_with(&t, &none(), ReadAck::OwnThreadAfterDelivery)
+        .items
+        .iter()
+        .map(|e| e.fate.clone())
+        .collect::<Vec<_>>();
+    assert_eq!(fates, [Fate::Acknowledged { step: 4 }]);
+    let sent = execute(&t).expect("runs");
+    assert_eq!(sent.deliveries.len(), 1, "the built-in implements never");
+    let mut acked = sent.clone();
+    acked.deliveries.clear();
+    assert!(judge_declared(&t, &sent, &never).is_empty());
+    assert_eq!(rules(&judge_declared(&t, &acked, &never)), ["PROC-10"]);
+    assert!(judge_declared(&t, &acked, &own).is_empty());
+    let stale = judge_declared(&t, &sent, &own);
+    assert_eq!(rules(&stale), ["PROC-11"], "{stale:?}");
+    assert!(
+        stale[0].detail.contains("read the ended run at step 4"),
+        "{stale:?}"
+    );
+    // Reads the policy does not cover: dropping the completion is a loss
+    // under both declarations, and sending it is right under both.
+    let down = TraceOp::Adapter { up: false };
+    let up = TraceOp::Adapter { up: true };
+    let uncovered = [
+        ("another thread's agent", with(vec![exit.clone(), read(1)])),
+        ("adapter down", with(vec![exit.clone(), down, read(0), up])),
+        ("still running", with(vec![read(0), exit.clone()])),
+        (
+            "an earlier run",
+            with(vec![
+                exit.clone(),
+                spawn(0, "p1", false, false),
+                exit.clone(),
+                read(0),
+            ]),
+        ),
+    ];
+    for (why, t) in uncovered {
+        let sent = execute(&t).expect("runs");
+        assert!(!sent.deliveries.is_empty(), "{why}");
+        for d in [&never, &own] {
+            assert!(judge_declared(&t, &sent, d).is_empty(), "{why} {d:?}");
+            let mut lost = sent.clone();
+            lost.deliveries.retain(|o| o.kind != Kind::Completion);
+            let v = judge_declared(&t, &lost, d);
+            assert!(
+                !v.is_empty() && v.iter().all(|x| x.rule.starts_with("PROC-")),
+                "{why} {d:?}: {v:?}"
+            );
+        }
+    }
+}

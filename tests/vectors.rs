@@ -111,7 +111,7 @@ fn a_wrong_expectation_fails() {
 
 #[test]
 fn duplicate_ids_are_rejected_with_the_id() {
-    let text = r#"{"suite":"s","suite_version":"0.2.0","vectors":[
+    let text = r#"{"suite":"s","suite_version":"0.3.0","vectors":[
       {"id":"a","rules":["KEY-1"],"op":"hermes_parse","key":"","expect":{"error":{"kind":"missing_prefix"}}},
       {"id":"a","rules":["KEY-1"],"op":"hermes_parse","key":"","expect":{"error":{"kind":"missing_prefix"}}}]}"#;
     let err = KeyVectors::parse("x.json", text).expect_err("duplicate");

@@ -920,8 +920,11 @@ pub fn explore_over(
                     continue;
                 }
             };
-            let violations =
-                crate::check::model::judge::judge_tick(&case.trace, &result, started.tick());
+            let violations = crate::check::model::judge::judge_declared(
+                &case.trace,
+                &result,
+                &started.declared(),
+            );
             let Some(head) = violations.first() else {
                 outcomes.push(Outcome::pass(&case.id, &cited));
                 continue;

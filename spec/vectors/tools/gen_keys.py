@@ -207,7 +207,7 @@ og("err/platform-long", ["ORIGIN-3"], O("p" * 33, "dm", "1"), E("too_long", fiel
 og("err/unknown-field", ["ORIGIN-6"], dict(O("telegram", "dm", "1"), chat="x"), E("malformed"))
 og("err/number-id", ["ORIGIN-6"], {"platform": "discord", "chat_type": "dm", "chat_id": 1476968053597274124}, E("malformed"))
 
-doc = {"suite": "procroute-keys", "suite_version": "0.2.0",
+doc = {"suite": "procroute-keys", "suite_version": "0.3.0",
        "note": "Key vectors. hermes_build expectations were produced by hermes-agent 0.19.0 itself and are re-checked against it in CI (spec/harnesses/hermes-agent/key_diff.py --vectors).",
        "vectors": V}
 print(len(V), file=sys.stderr)

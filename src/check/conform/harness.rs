@@ -68,6 +68,7 @@ pub fn serve_with(
                     constraints: Vec::new(),
                     steer: Vec::new(),
                     tick_ms: None,
+                    read_acknowledges: Default::default(),
                 })
                 .unwrap_or(Value::Null),
                 Ok(Command::Run { seq, case }) => {

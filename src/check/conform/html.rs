@@ -527,6 +527,11 @@ fn declared_lines(r: &Report) -> Vec<String> {
             "delivery tick {t} ms (P-14): notifications for idle threads accepted up to {t} ms late"
         ));
     }
+    if let Some(a) = &r.declared.read_acknowledges {
+        out.push(format!(
+            "implements SPEC D-1's policy read_acknowledges: {a} (P-15, PROC-11)"
+        ));
+    }
     for c in &r.declared.constraints {
         out.push(format!(
             "not generated (declared constraint): {} — {}",

@@ -82,6 +82,14 @@ pub struct Started {
     /// this period rather than during the operation they became sendable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tick_ms: Option<u64>,
+    /// The read policy of SPEC D-1 (P-15): `never` (the default, PROC-10)
+    /// or `own_thread_after_delivery` (PROC-11).
+    #[serde(default, skip_serializing_if = "is_never")]
+    pub read_acknowledges: crate::check::model::oracle::ReadAck,
+}
+
+fn is_never(a: &crate::check::model::oracle::ReadAck) -> bool {
+    *a == crate::check::model::oracle::ReadAck::Never
 }
 
 /// Most policies a handshake may declare, and the longest name.
@@ -140,6 +148,15 @@ impl Started {
     /// The declared delivery tick in ms (P-14); 0 when none.
     pub fn tick(&self) -> u64 {
         self.tick_ms.unwrap_or(0)
+    }
+
+    /// What the judge must know of the handshake: the delivery tick
+    /// (P-14) and the read policy (P-15).
+    pub fn declared(&self) -> crate::check::model::judge::Declared {
+        crate::check::model::judge::Declared {
+            tick_ms: self.tick(),
+            read_acknowledges: self.read_acknowledges,
+        }
     }
 
     /// The declared generation profile (P-13), checked.

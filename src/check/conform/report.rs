@@ -48,6 +48,9 @@ pub struct Declared {
     /// The delivery tick the judge allowed (P-14), in ms of the trace clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tick_ms: Option<u64>,
+    /// The read policy the judge held it to (P-15), when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_acknowledges: Option<String>,
 }
 
 impl Declared {
@@ -65,12 +68,18 @@ impl Declared {
             },
             constraints: started.constraints.clone(),
             tick_ms: started.tick_ms.filter(|t| *t > 0),
+            read_acknowledges: (started.read_acknowledges
+                != crate::check::model::oracle::ReadAck::Never)
+                .then(|| started.read_acknowledges.as_str().to_owned()),
         }
     }
 
     /// Whether it declared nothing.
     pub fn is_empty(&self) -> bool {
-        self.policies.is_empty() && self.constraints.is_empty() && self.tick_ms.is_none()
+        self.policies.is_empty()
+            && self.constraints.is_empty()
+            && self.tick_ms.is_none()
+            && self.read_acknowledges.is_none()
     }
 
     /// One line per declaration, for the text and markdown reports.
@@ -87,6 +96,11 @@ impl Declared {
         if let Some(t) = self.tick_ms {
             out.push(format!(
                 "delivery tick {t} ms (P-14): a notification for an idle thread was accepted up to {t} ms of the trace clock after the step it became sendable (DELIVER-1)"
+            ));
+        }
+        if let Some(a) = &self.read_acknowledges {
+            out.push(format!(
+                "implements SPEC D-1's policy read_acknowledges: {a} (P-15): a read by the home thread's agent after the run ended acknowledges its queued completion (PROC-11 judged, not PROC-10's default)"
             ));
         }
         for c in &self.constraints {
@@ -280,8 +294,8 @@ impl Report {
                 c.traces
             );
             let mut line = String::new();
-            for (i, rule) in crate::check::model::judge::JUDGED.iter().enumerate() {
-                let n = c.by_rule.get(*rule).copied().unwrap_or(0);
+            for (i, rule) in c.judged().enumerate() {
+                let n = c.by_rule.get(rule).copied().unwrap_or(0);
                 let pct = 100.0 * n as f64 / c.traces.max(1) as f64;
                 let _ = write!(line, "{:<10} {:>5} {:>5.1}%   ", rule, n, pct);
                 if i % 3 == 2 {
@@ -299,8 +313,8 @@ impl Report {
                 100.0 * c.passed as f64 / c.traces.max(1) as f64
             );
             let mut line = String::new();
-            for (i, rule) in crate::check::model::judge::JUDGED.iter().enumerate() {
-                let n = c.passed_by_rule.get(*rule).copied().unwrap_or(0);
+            for (i, rule) in c.judged().enumerate() {
+                let n = c.passed_by_rule.get(rule).copied().unwrap_or(0);
                 let _ = write!(line, "{:<10} {:>5}   ", rule, n);
                 if i % 4 == 3 {
                     let _ = writeln!(out, "{}", line.trim_end());
@@ -435,9 +449,14 @@ mod tests {
                 reason: "identities are canonicalised".into(),
             }],
             tick_ms: Some(5_000),
+            read_acknowledges: Some("own_thread_after_delivery".into()),
         };
         for text in [r.render_text("x"), r.render_markdown("x")] {
             assert!(text.contains("2 policies: default, profile-x"), "{text}");
+            assert!(
+                text.contains("read_acknowledges: own_thread_after_delivery (P-15)"),
+                "{text}"
+            );
             assert!(text.contains("delivery tick 5000 ms (P-14)"), "{text}");
             assert!(
                 text.contains("not generated (declared constraint): user_id in whatsapp group origins: only [0-9] — identities are canonicalised"),

@@ -374,14 +374,26 @@ pub struct Coverage {
     /// tells a shortfall the profile causes from one it does not).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub unsteered_by_rule: std::collections::BTreeMap<String, usize>,
+    /// Judged rules the handshake's declarations take out of play (PROC-11
+    /// without a declared read policy, P-15): not counted, not floored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_judged: Vec<String>,
 }
 
 impl Coverage {
-    /// Rules exercised by fewer than `percent` % of the traces.
-    pub fn below(&self, percent: f64) -> Vec<(String, usize)> {
+    /// The judged rules in play under the handshake's declarations, in the
+    /// judge's order.
+    pub fn judged(&self) -> impl Iterator<Item = &'static str> + '_ {
         TRACE_RULES
             .iter()
-            .map(|r| (r.to_string(), self.by_rule.get(*r).copied().unwrap_or(0)))
+            .copied()
+            .filter(|r| !self.not_judged.iter().any(|n| n == r))
+    }
+
+    /// Rules exercised by fewer than `percent` % of the traces.
+    pub fn below(&self, percent: f64) -> Vec<(String, usize)> {
+        self.judged()
+            .map(|r| (r.to_string(), self.by_rule.get(r).copied().unwrap_or(0)))
             .filter(|(_, n)| (*n as f64) < percent / 100.0 * self.traces as f64)
             .collect()
     }
@@ -696,7 +708,10 @@ fn run_stored(
     impl_arg: &str,
     seq: &mut u64,
     timeout: Duration,
-    (limits, tick_ms): (&super::constraint::Constraints, u64),
+    (limits, declared): (
+        &super::constraint::Constraints,
+        &crate::check::model::judge::Declared,
+    ),
     wants: &impl Fn(&str) -> bool,
     out: &mut Vec<Outcome>,
 ) -> Result<(), String> {
@@ -714,7 +729,7 @@ fn run_stored(
         *seq += 1;
         match run_trace_case(h, *seq, &f.trace, timeout) {
             Ok(result) => {
-                let v = crate::check::model::judge::judge_tick(&f.trace, &result, tick_ms);
+                let v = crate::check::model::judge::judge_declared(&f.trace, &result, declared);
                 if v.is_empty() {
                     out.push(Outcome::pass(f.id, &rules));
                 } else {
@@ -771,9 +786,12 @@ pub fn run_traces_covered(
     let mut extra: Vec<Harness> = all.collect();
     let started = h.start(timeout)?;
     let limits = started.validate()?;
-    let tick = started.tick();
+    let declared = started.declared();
+    if declared.read_acknowledges == crate::check::model::oracle::ReadAck::Never {
+        coverage.not_judged.push("PROC-11".into());
+    }
     let judge = |t: &super::trace::Trace, r: &super::trace::TraceResult| {
-        crate::check::model::judge::judge_tick(t, r, tick)
+        crate::check::model::judge::judge_declared(t, r, &declared)
     };
     let profile = if cfg.unsteered {
         super::steer::Profile::default()
@@ -813,7 +831,7 @@ pub fn run_traces_covered(
             &impl_arg,
             &mut seq,
             timeout,
-            (&limits, tick),
+            (&limits, &declared),
             &wants,
             &mut out,
         )?;
@@ -842,7 +860,8 @@ pub fn run_traces_covered(
         &parallel_seq,
         |h, n_seq, (n, _)| {
             let trace = generate(*n);
-            let exercised = crate::check::model::judge::exercised(&trace);
+            let exercised =
+                crate::check::model::judge::exercised_with(&trace, declared.read_acknowledges);
             let result = run_trace_case(h, n_seq, &trace, timeout);
             let violations = match &result {
                 Ok(r) => judge(&trace, r),
@@ -882,7 +901,7 @@ pub fn run_traces_covered(
             Some(t) => (t, exercised),
             None => {
                 let t = generate(n);
-                let e = crate::check::model::judge::exercised(&t);
+                let e = crate::check::model::judge::exercised_with(&t, declared.read_acknowledges);
                 (t, e)
             }
         };
@@ -896,7 +915,8 @@ pub fn run_traces_covered(
             // one the generator never reaches (model's view, no harness).
             let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64);
             let plain = super::trace::generate_within(seed, cfg.max_steps, &limits);
-            for r in crate::check::model::judge::exercised(&plain) {
+            for r in crate::check::model::judge::exercised_with(&plain, declared.read_acknowledges)
+            {
                 *coverage.unsteered_by_rule.entry(r.to_owned()).or_default() += 1;
             }
         }
@@ -1083,8 +1103,11 @@ pub fn replay(
     h.stop();
     match outcome {
         Ok(result) => {
-            r.violations =
-                crate::check::model::judge::judge_tick(&file.trace, &result, started.tick());
+            r.violations = crate::check::model::judge::judge_declared(
+                &file.trace,
+                &result,
+                &started.declared(),
+            );
             r.differences = file.expect.differences(&result);
             r.verdict = if r.violations.is_empty() {
                 "pass"

@@ -117,6 +117,7 @@ pub const JUDGED: &[&str] = &[
     "PROC-7",
     "PROC-8",
     "PROC-10",
+    "PROC-11",
     "ROUTE-4",
     "ROUTE-5",
     "TEXT-1",
@@ -154,6 +155,7 @@ pub const CLAUSES: &[(&str, &str)] = &[
     ("PROC-7", "A completion event (exited with code, terminated by signal, killed, lost, failed to start) is emitted when the process ends, if notify-on-exit was requested or promoted (PROC-5). It carries the last 2,000 characters of output"),
     ("PROC-8", "a process that did not survive yields a `lost` completion to its origin if one was promised"),
     ("PROC-10", "changes nothing about the process's notifications: a completion promised to its home thread is still delivered there, with its output tail"),
+    ("PROC-11", "An acknowledged completion is never delivered nor dead-lettered afterwards."),
     ("ROUTE-4", "An event that cannot be routed is dropped with a typed reason that is recorded"),
     ("ROUTE-5", "If the stored origin and the captured origin name different threads, the event is dropped (`origin_conflict`), never delivered to either"),
     ("TEXT-1", "Variants: watch match (pattern, command, matched output), watch disabled, completion (normal exit, exit code, signal, killed, lost, failed to start, with the output tail), shutdown."),
@@ -183,11 +185,31 @@ pub fn quotes(violations: &[Violation]) -> String {
 
 /// Judges `result` for `trace`.
 pub fn judge(trace: &Trace, result: &TraceResult) -> Vec<Violation> {
-    judge_world(trace, result, &BTreeSet::new(), 0)
+    judge_world(trace, result, &BTreeSet::new(), Declared::default())
 }
 
 /// Longest delivery tick an implementation may declare (PROTOCOL P-14).
 pub const MAX_TICK_MS: u64 = 60_000;
+
+/// What an implementation declared in its handshake that changes what the
+/// judge requires (PROTOCOL P-14, P-15).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Declared {
+    /// The delivery tick in ms (P-14), 0 when none.
+    pub tick_ms: u64,
+    /// The read policy of SPEC D-1 (P-15, PROC-11).
+    pub read_acknowledges: oracle::ReadAck,
+}
+
+/// [`judge`] for an implementation that declared `declared` (a delivery
+/// tick, [`judge_tick`]; a read policy, PROC-11).
+pub fn judge_declared(trace: &Trace, result: &TraceResult, declared: &Declared) -> Vec<Violation> {
+    let d = Declared {
+        tick_ms: declared.tick_ms.min(MAX_TICK_MS),
+        ..*declared
+    };
+    judge_world(trace, result, &BTreeSet::new(), d)
+}
 
 /// [`judge`] for an implementation that sends on a timer of `tick_ms`
 /// (DELIVER-1's tick interval, declared in its handshake, P-14): a
@@ -197,12 +219,22 @@ pub const MAX_TICK_MS: u64 = 60_000;
 /// (DELIVER-2). `tick_ms` 0 is [`judge`]; more than [`MAX_TICK_MS`] counts
 /// as [`MAX_TICK_MS`].
 pub fn judge_tick(trace: &Trace, result: &TraceResult, tick_ms: u64) -> Vec<Violation> {
-    judge_world(trace, result, &BTreeSet::new(), tick_ms.min(MAX_TICK_MS))
+    let d = Declared {
+        tick_ms,
+        ..Declared::default()
+    };
+    judge_declared(trace, result, &d)
 }
 
 /// The rules `trace` exercises, from the model's view alone.
 pub fn exercised(trace: &Trace) -> BTreeSet<&'static str> {
     oracle::predict(trace, &BTreeSet::new()).exercised
+}
+
+/// [`exercised`] for an implementation that declared the read policy
+/// `ack` (PROC-11 is exercised only where a read acknowledges).
+pub fn exercised_with(trace: &Trace, ack: oracle::ReadAck) -> BTreeSet<&'static str> {
+    oracle::predict_with(trace, &BTreeSet::new(), ack).exercised
 }
 
 /// A gateway crash inside a trace, as the executor saw it
@@ -240,7 +272,7 @@ pub fn judge_crashed(trace: &Trace, result: &TraceResult, crash: Option<Crash>) 
     };
     let trace = as_happened(trace, crash.spawned);
     let crashes = BTreeSet::from([crash.step]);
-    let v = judge_world(&trace, result, &crashes, 0);
+    let v = judge_world(&trace, result, &crashes, Declared::default());
     if v.is_empty() {
         return v;
     }
@@ -249,7 +281,7 @@ pub fn judge_crashed(trace: &Trace, result: &TraceResult, crash: Option<Crash>) 
     }
     let mut without = trace.clone();
     without.ops[crash.step] = TraceOp::Advance { ms: 0 };
-    if judge_world(&without, result, &crashes, 0).is_empty() {
+    if judge_world(&without, result, &crashes, Declared::default()).is_empty() {
         return Vec::new();
     }
     v
@@ -295,15 +327,15 @@ fn judge_world(
     trace: &Trace,
     result: &TraceResult,
     crashes: &BTreeSet<usize>,
-    tick_ms: u64,
+    declared: Declared,
 ) -> Vec<Violation> {
-    let pred = oracle::predict(trace, crashes);
+    let pred = oracle::predict_with(trace, crashes, declared.read_acknowledges);
     let mut j = Judge {
         trace,
         pred: &pred,
         out: Vec::new(),
         crashes,
-        tick_ms,
+        tick_ms: declared.tick_ms,
     };
     j.run(result);
     let mut v = j.out;
@@ -585,6 +617,8 @@ impl<'a> Judge<'a> {
             let resolved = match e.fate {
                 Fate::Delivered { step } | Fate::DeadLettered { step } => step,
                 Fate::Pending => usize::MAX,
+                // Owed to no one: not reporting it is right (PROC-11).
+                Fate::Acknowledged { .. } => continue,
             };
             let across = restarts.iter().any(|r| e.emitted < *r && *r <= resolved);
             // An agent read the process's output after the notification was
@@ -597,7 +631,7 @@ impl<'a> Judge<'a> {
                 })
             });
             let (rule, why) = match (&e.fate, e.kind) {
-                (Fate::Pending, _) => continue,
+                (Fate::Pending | Fate::Acknowledged { .. }, _) => continue,
                 (_, _) if across => (
                     "DELIVER-6",
                     "was queued across a restart and never delivered nor dead-lettered",
@@ -642,7 +676,7 @@ impl<'a> Judge<'a> {
                 Fate::DeadLettered { step } => {
                     format!("; the model dead-letters it at step {step}")
                 }
-                Fate::Pending => String::new(),
+                Fate::Pending | Fate::Acknowledged { .. } => String::new(),
             };
             self.bad(
                 rule,
@@ -782,6 +816,17 @@ impl<'a> Judge<'a> {
         match (&fate, ob.dead) {
             // Queued across a crash (crash-point runs): any step, any fate.
             _ if e.loose => {}
+            (Fate::Acknowledged { step }, dead) => {
+                let done = if dead { "dead-lettered" } else { "delivered" };
+                self.bad(
+                    "PROC-11",
+                    format!(
+                        "{what} {done} at step {}: the agent of its home thread read the ended run at step {step} while it was queued, which acknowledges it (declared read_acknowledges: own_thread_after_delivery)",
+                        o.step
+                    ),
+                );
+                return;
+            }
             (Fate::Delivered { .. }, true) | (Fate::Pending, true) => {
                 let rule = match o.cause {
                     Some(Cause::NoRoute) => "ROUTE-4",

@@ -153,6 +153,37 @@ pub enum Fate {
     },
     /// Still queued when the trace ended (a trace without quiescence).
     Pending,
+    /// Acknowledged at this step by a read of its run's home thread, under
+    /// the declared policy `read_acknowledges: own_thread_after_delivery`
+    /// (PROC-11, D-1): it must never be delivered nor dead-lettered.
+    Acknowledged {
+        /// The step of the acknowledging read.
+        step: usize,
+    },
+}
+
+/// What an agent's read of a process does to its notifications: the
+/// declared policy of SPEC D-1 (PROTOCOL P-15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadAck {
+    /// A read changes nothing (PROC-10, the default).
+    #[default]
+    Never,
+    /// A read by the home thread's agent, after the run ended, while its
+    /// completion is still queued and the adapter is up, acknowledges that
+    /// completion (PROC-11).
+    OwnThreadAfterDelivery,
+}
+
+impl ReadAck {
+    /// The protocol's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadAck::Never => "never",
+            ReadAck::OwnThreadAfterDelivery => "own_thread_after_delivery",
+        }
+    }
 }
 
 /// One notification a correct gateway produces.
@@ -418,6 +449,12 @@ fn place_of(o: &crate::origin::RawOrigin) -> Place {
 /// applies a restart there, and notifications emitted at those steps may be
 /// missing (the crash may have come before they were durable).
 pub fn predict(trace: &Trace, crashes: &BTreeSet<usize>) -> Prediction {
+    predict_with(trace, crashes, ReadAck::Never)
+}
+
+/// [`predict`] for an implementation that declared `ack`, the read policy
+/// of SPEC D-1 (PROTOCOL P-15).
+pub fn predict_with(trace: &Trace, crashes: &BTreeSet<usize>, ack: ReadAck) -> Prediction {
     let places: Vec<Place> = trace.threads.iter().map(place_of).collect();
     let mut w = World {
         p: Prediction {
@@ -518,10 +555,16 @@ pub fn predict(trace: &Trace, crashes: &BTreeSet<usize>) -> Prediction {
                 }
             }
             // PROC-10: an agent reading a process's output, from any
-            // thread, changes nothing about its notifications.
-            TraceOp::Read { process, .. } => {
-                if w.current.contains_key(process) {
+            // thread, changes nothing about its notifications — unless the
+            // implementation declared D-1's policy (PROC-11).
+            TraceOp::Read { thread, process } => {
+                if let Some(&r) = w.current.get(process) {
                     w.p.exercised.insert("PROC-10");
+                    let acked = ack == ReadAck::OwnThreadAfterDelivery
+                        && place(thread).is_some_and(|pl| w.acknowledge(step, r, &pl));
+                    if acked {
+                        w.p.exercised.insert("PROC-11");
+                    }
                 }
             }
             TraceOp::Advance { ms } => w.now = w.now.saturating_add(*ms),
@@ -865,6 +908,34 @@ impl World {
         }
     }
 
+    /// PROC-11: a read by the agent of run `r`'s home thread `reader`,
+    /// after the run ended, with the adapter up (the read's result can
+    /// reach that thread), acknowledges the run's completions still
+    /// queued: they leave the queue and are never sent.
+    /// Whether it acknowledged any.
+    fn acknowledge(&mut self, step: usize, r: usize, reader: &Place) -> bool {
+        let run = &self.p.runs[r];
+        // A running run has no completion queued yet: nothing to take.
+        if run.home != *reader || !self.up {
+            return false;
+        }
+        let spawn = run.spawn_step;
+        let Some(q) = self.queues.get_mut(&run.home) else {
+            return false;
+        };
+        let items = &mut self.p.items;
+        let before = q.len();
+        q.retain(|pend| {
+            let e = &mut items[pend.item];
+            let acked = e.kind == Kind::Completion && e.run == Some(spawn) && !e.loose;
+            if acked {
+                e.fate = Fate::Acknowledged { step };
+            }
+            !acked
+        });
+        q.len() < before
+    }
+
     /// Delivery after an input (DELIVER-1..5): per idle thread, FIFO, the
     /// head alone in flight; success sends the next one at once.
     fn flush(&mut self, step: usize) {
@@ -996,7 +1067,9 @@ impl World {
         // Foreground traffic elsewhere while a notification was pending.
         let fg_elsewhere = items.iter().any(|e| {
             let end = match e.fate {
-                Fate::Delivered { step } | Fate::DeadLettered { step } => step,
+                Fate::Delivered { step }
+                | Fate::DeadLettered { step }
+                | Fate::Acknowledged { step } => step,
                 Fate::Pending => trace.ops.len(),
             };
             (e.emitted..end).any(|s| {
