@@ -861,6 +861,8 @@ fn replay(
     let timeout = std::time::Duration::from_millis(timeout_ms);
     let mut failed = false;
     let mut out = String::new();
+    // One harness process for every file (a costly start-up, once).
+    let mut replayer = conform::runner::Replayer::new(&program, &args, timeout, validate);
     for path in files {
         let file = match TraceFile::load(path) {
             Ok(f) => f,
@@ -869,7 +871,7 @@ fn replay(
                 return ExitCode::from(2);
             }
         };
-        let r = match conform::runner::replay(&program, &args, &file, timeout, validate) {
+        let r = match replayer.replay(&file) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("procroute replay: {}: {e}", path.display());

@@ -702,11 +702,13 @@ pub fn failure_detail(
 }
 
 /// Runs the stored traces (`spec/vectors/traces/`, compiled in) through
-/// the harness: each is a case with its stable id, judged by the one judge.
+/// the harnesses, in parallel like the generated ones (results in file
+/// order whatever the number of workers): each is a case with its stable
+/// id, judged by the one judge.
 fn run_stored(
-    h: &mut Harness,
+    workers: &mut [Harness],
     impl_arg: &str,
-    seq: &mut u64,
+    seq: &std::sync::atomic::AtomicU64,
     timeout: Duration,
     (limits, declared): (
         &super::constraint::Constraints,
@@ -715,19 +717,29 @@ fn run_stored(
     wants: &impl Fn(&str) -> bool,
     out: &mut Vec<Outcome>,
 ) -> Result<(), String> {
-    let files = super::trace::file::stored()?;
-    for f in files {
-        if !wants(&f.id) {
-            continue;
-        }
+    let files: Vec<_> = super::trace::file::stored()?
+        .into_iter()
+        .filter(|f| wants(&f.id))
+        .collect();
+    // An input the implementation refuses by design: not sent (P-12).
+    let refusals: Vec<Option<String>> = files.iter().map(|f| limits.refusal(&f.trace)).collect();
+    let sent: Vec<&super::trace::Trace> = files
+        .iter()
+        .zip(&refusals)
+        .filter(|(_, why)| why.is_none())
+        .map(|(f, _)| &f.trace)
+        .collect();
+    let mut results = run_many(workers, &sent, timeout, seq).into_iter();
+    for (f, refusal) in files.into_iter().zip(refusals) {
         let rules: Vec<&str> = f.rules.iter().map(String::as_str).collect();
-        // An input the implementation refuses by design: not sent (P-12).
-        if let Some(why) = limits.refusal(&f.trace) {
+        if let Some(why) = refusal {
             out.push(Outcome::skip(f.id, &rules, why));
             continue;
         }
-        *seq += 1;
-        match run_trace_case(h, *seq, &f.trace, timeout) {
+        let Some(run) = results.next() else {
+            return Err("a stored trace was not run".into());
+        };
+        match run {
             Ok(result) => {
                 let v = crate::check::model::judge::judge_declared(&f.trace, &result, declared);
                 if v.is_empty() {
@@ -746,10 +758,8 @@ fn run_stored(
                 }
             }
             Err(NoResult::Skipped(why)) => out.push(Outcome::skip(f.id, &rules, why)),
-            Err(NoResult::Errored(e)) => {
-                out.push(Outcome::errored(f.id, &rules, e));
-                h.restart(timeout)?;
-            }
+            // The worker's harness was restarted (`run_many`).
+            Err(NoResult::Errored(e)) => out.push(Outcome::errored(f.id, &rules, e)),
         }
     }
     Ok(())
@@ -824,12 +834,14 @@ pub fn run_traces_covered(
         ("sh", [c, cmd, ..]) if c == "-c" => format!(" --impl '{}'", cmd.replace('\'', "'\\''")),
         _ => String::new(),
     };
-    let mut seq = 1_000_000u64;
+    let mut workers = vec![h];
+    workers.append(&mut extra);
+    let parallel_seq = std::sync::atomic::AtomicU64::new(1_000_001);
     if cfg.stored {
         run_stored(
-            &mut h,
+            &mut workers,
             &impl_arg,
-            &mut seq,
+            &parallel_seq,
             timeout,
             (&limits, &declared),
             &wants,
@@ -850,9 +862,6 @@ pub fn run_traces_covered(
         .map(|n| (n, format!("gen/{}/{n}", cfg.seed)))
         .filter(|(_, id)| wants(id))
         .collect();
-    let parallel_seq = std::sync::atomic::AtomicU64::new(seq + 1);
-    let mut workers = vec![h];
-    workers.append(&mut extra);
     let first_runs = par_cases(
         &mut workers,
         &wanted,
@@ -882,7 +891,7 @@ pub fn run_traces_covered(
             violations: Vec::new(),
         },
     );
-    seq = parallel_seq.into_inner();
+    let mut seq = parallel_seq.into_inner();
     let mut workers = workers.into_iter();
     let mut h = workers.next().ok_or("no harness")?;
     workers.for_each(Harness::stop);
@@ -1071,7 +1080,8 @@ pub struct Replay {
     pub result: super::trace::TraceResult,
 }
 
-/// Runs one trace file through a harness and judges the report.
+/// Replays one trace file through a fresh harness process ([`Replayer`]
+/// for several through one).
 pub fn replay(
     program: &str,
     args: &[String],
@@ -1079,48 +1089,99 @@ pub fn replay(
     timeout: Duration,
     validate: bool,
 ) -> Result<Replay, String> {
-    let mut h = Harness::spawn(program, args)?;
-    if validate {
-        h.schema = Some(std::sync::Arc::new(super::schema::Schema::protocol()));
-    }
-    let started = h.start(timeout)?;
-    let mut r = Replay {
-        suite_version: crate::SUITE_VERSION.to_owned(),
-        id: file.id.clone(),
-        implementation: started.implementation.clone(),
-        verdict: "skipped".into(),
-        skipped: None,
-        violations: Vec::new(),
-        differences: Vec::new(),
-        result: Default::default(),
-    };
-    if let Some(why) = started.trace_refusal() {
-        r.skipped = Some(why);
-        h.stop();
-        return Ok(r);
-    }
-    let outcome = run_trace_case(&mut h, 1, &file.trace, timeout);
-    h.stop();
-    match outcome {
-        Ok(result) => {
-            r.violations = crate::check::model::judge::judge_declared(
-                &file.trace,
-                &result,
-                &started.declared(),
-            );
-            r.differences = file.expect.differences(&result);
-            r.verdict = if r.violations.is_empty() {
-                "pass"
-            } else {
-                "fail"
-            }
-            .into();
-            r.result = result;
+    Replayer::new(program, args, timeout, validate).replay(file)
+}
+
+/// Replays trace files one after another through one harness process,
+/// handshaken once: a harness whose start-up is costly (a real gateway
+/// loading its modules) starts once for all of them, as `conform` runs
+/// every trace case of a worker through one process. A harness that
+/// errors is stopped, and the next file gets a new one (P-4).
+pub struct Replayer {
+    program: String,
+    args: Vec<String>,
+    timeout: Duration,
+    validate: bool,
+    live: Option<(Harness, Started)>,
+    seq: u64,
+}
+
+impl Replayer {
+    /// A replayer that starts its harness at the first file.
+    pub fn new(program: &str, args: &[String], timeout: Duration, validate: bool) -> Replayer {
+        Replayer {
+            program: program.to_owned(),
+            args: args.to_vec(),
+            timeout,
+            validate,
+            live: None,
+            seq: 0,
         }
-        Err(NoResult::Skipped(why)) => r.skipped = Some(why),
-        Err(NoResult::Errored(e)) => return Err(format!("the harness errored: {e}")),
     }
-    Ok(r)
+
+    /// Runs `file` and judges it, under the handshake's declarations.
+    pub fn replay(&mut self, file: &super::trace::TraceFile) -> Result<Replay, String> {
+        let (mut h, started) = match self.live.take() {
+            Some(live) => live,
+            None => {
+                let mut h = Harness::spawn(&self.program, &self.args)?;
+                if self.validate {
+                    h.schema = Some(std::sync::Arc::new(super::schema::Schema::protocol()));
+                }
+                let started = h.start(self.timeout)?;
+                (h, started)
+            }
+        };
+        let mut r = Replay {
+            suite_version: crate::SUITE_VERSION.to_owned(),
+            id: file.id.clone(),
+            implementation: started.implementation.clone(),
+            verdict: "skipped".into(),
+            skipped: None,
+            violations: Vec::new(),
+            differences: Vec::new(),
+            result: Default::default(),
+        };
+        if let Some(why) = started.trace_refusal() {
+            r.skipped = Some(why);
+            self.live = Some((h, started));
+            return Ok(r);
+        }
+        self.seq += 1;
+        let outcome = run_trace_case(&mut h, self.seq, &file.trace, self.timeout);
+        match outcome {
+            Ok(result) => {
+                r.violations = crate::check::model::judge::judge_declared(
+                    &file.trace,
+                    &result,
+                    &started.declared(),
+                );
+                r.differences = file.expect.differences(&result);
+                r.verdict = if r.violations.is_empty() {
+                    "pass"
+                } else {
+                    "fail"
+                }
+                .into();
+                r.result = result;
+            }
+            Err(NoResult::Skipped(why)) => r.skipped = Some(why),
+            Err(NoResult::Errored(e)) => {
+                h.stop();
+                return Err(format!("the harness errored: {e}"));
+            }
+        }
+        self.live = Some((h, started));
+        Ok(r)
+    }
+}
+
+impl Drop for Replayer {
+    fn drop(&mut self) {
+        if let Some((h, _)) = self.live.take() {
+            h.stop();
+        }
+    }
 }
 
 /// Where `conform` and `replay` save traces unless told otherwise: a
