@@ -631,3 +631,81 @@ fn d1_read_policy_is_judged_as_declared() {
         }
     }
 }
+
+/// PROC-11 and pairing (found by the fourth clean room,
+/// `spec/cleanroom/ROUNDS.md`): the home thread's read acknowledges run 1's
+/// completion; run 2 of the same id, in the same thread, ends without
+/// printing anything. Its completion quotes no token, so the judge pairs
+/// it by (process, thread, kind) — and must not pair it with run 1's
+/// acknowledged item, or no report could pass.
+#[test]
+fn an_acknowledged_completion_does_not_take_a_later_runs_report() {
+    use procroute::check::model::judge::{judge_declared, Declared};
+    use procroute::check::model::oracle::ReadAck;
+    let own = Declared {
+        read_acknowledges: ReadAck::OwnThreadAfterDelivery,
+        ..Declared::default()
+    };
+    let exit = |code| TraceOp::Exit {
+        process: "p1".into(),
+        code,
+    };
+    let t = two_topics(vec![
+        TraceOp::TurnStart { thread: 0 },
+        spawn(0, "p1", false, true),
+        exit(0),
+        TraceOp::Read {
+            thread: 0,
+            process: "p1".into(),
+        },
+        spawn(0, "p1", false, true),
+        exit(1),
+        TraceOp::TurnEnd { thread: 0 },
+        adv(61_000),
+    ]);
+    let both = execute(&t).expect("runs");
+    assert_eq!(both.deliveries.len(), 2, "the built-in sends both");
+    let mut second = both.clone();
+    second.deliveries.remove(0);
+    let v = judge_declared(&t, &second, &own);
+    assert!(v.is_empty(), "run 2's completion alone is right: {v:?}");
+    assert_eq!(rules(&judge_declared(&t, &both, &own)), ["PROC-11"]);
+    let mut none = both.clone();
+    none.deliveries.clear();
+    assert_eq!(rules(&judge_declared(&t, &none, &own)), ["PROC-7"]);
+}
+
+/// The replay timeline marks a delivery MISROUTED only when its place is
+/// not its process's home place: two trace threads that differ only in the
+/// user are one place (DELIVER-2), drawn in the first one's column, and a
+/// completion there is home for a process the second one spawned (the
+/// fourth clean room saw `MISROUTED` on a delivery the verdict passed).
+#[test]
+fn the_timeline_marks_no_misroute_within_one_place() {
+    use procroute::check::conform::render::timeline_text;
+    let mut other_user = thread("-100", Some("1"));
+    other_user.user_id = Some("u2".into());
+    let t = Trace {
+        threads: vec![
+            thread("-100", Some("1")),
+            other_user,
+            thread("-100", Some("2")),
+        ],
+        ops: vec![
+            spawn(1, "p1", false, true),
+            TraceOp::Exit {
+                process: "p1".into(),
+                code: 0,
+            },
+        ],
+    };
+    let r = execute(&t).expect("runs");
+    assert!(judge(&t, &r).is_empty());
+    let text = timeline_text(&t, &r);
+    assert!(text.contains("→ p1 completion"), "{text}");
+    assert!(!text.contains("MISROUTED"), "{text}");
+    let mut wrong = r.clone();
+    wrong.deliveries[0].destination.thread_id = Some("2".into());
+    let text = timeline_text(&t, &wrong);
+    assert!(text.contains("MISROUTED: home is T0"), "{text}");
+}

@@ -117,6 +117,18 @@ fn write_key(
 /// Parses a canonical key back into exactly the fields it was built from.
 pub fn parse(key: &str) -> Result<KeyFields, KeyError> {
     let head = parse_head(key)?;
+    // KEY-2: `default` and `main` name one namespace, and `build` writes
+    // it `main`; a canonical key has one spelling per session (KEY-C6).
+    if head.namespace == "default" {
+        return Err(KeyError::at(
+            "agent:".len(),
+            KeyErrorKind::BadToken {
+                part: Part::Namespace,
+                found: head.namespace.to_owned(),
+                reason: "the default namespace is written `main` in a canonical key".to_owned(),
+            },
+        ));
+    }
     let chat_type = head.chat_type;
     let mut rest = head.tail.into_iter().flat_map(|tail| {
         Segments::new(tail.text).map(move |seg| Segment {

@@ -270,6 +270,10 @@ def _c_decode(cur, st, txt, part):
 
 def canonical_parse(key):
     cur, ns, plat, ctype, tail = _common_head(key)
+    # Amended by procroute for suite 0.3.0 (not clean-room code; ROUNDS.md):
+    # SPEC KEY-2 now says a canonical key writes the default namespace `main`.
+    if ns == "default":
+        raise KeyError_("bad_token", 6, "namespace")
     if tail is None:
         raise KeyError_("missing", cur.b(len(key)), "chat_id")
     fields = {"namespace": ns, "platform": plat, "chat_type": ctype}

@@ -135,6 +135,8 @@ def decode(text, start, part):
 
 def canonical_parse(key):
     ns, plat, ct, tail = head(key)
+    if ns == "default":  # written `main` in a canonical key (SPEC KEY-2)
+        raise KeyError_(len("agent:"), "bad_token", part="namespace")
     if not tail:
         raise KeyError_(blen(key), "missing", part="chat_id")
     fields = {"namespace": ns, "platform": plat, "chat_type": ct,

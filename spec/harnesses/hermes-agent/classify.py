@@ -38,6 +38,7 @@ VECTORS = {
     "H-OLD-KEYS": [
         "hermes-build/whatsapp/dm-empty-falls-to-user",
         "hermes-build/whatsapp/dm-empty-falls-to-raw-user",
+        "hermes-build/whatsapp/dm-empty-falls-to-user-then-thread",
         "hermes-build/whatsapp/cloud-not-canonicalised",
     ],
     "H-PARSE-NO-REASON": [
@@ -184,8 +185,20 @@ def classify(rule, violation, trace):
             return "H-OUTAGE-LOST"
         if "which its output tail must quote" in violation:
             return "H-OLD-READER"
-        # 0.13.0 delivers neither twin's completion (a shared key).
-        return shared_key(homes, threads) if rule == "PROC-7" else None
+        # 0.13.0's `log`/`wait` consume a completion an agent read (#8228),
+        # and nothing is sent (0.19.0 sends its text-only notice instead).
+        if rule == "PROC-10" and "after an agent read" in violation:
+            return "H-READ-CONSUMES"
+        if rule == "PROC-7":
+            # 0.13.0 delivers neither twin's completion (a shared key).
+            twin = shared_key(homes, threads)
+            if twin:
+                return twin
+            # 0.13.0 sends a completion only from a later turn's drain:
+            # none after the run's end, none sent (H-WATCH-LOST's cause).
+            if at and not turn_after(ops, int(at.group(1))):
+                return "H-WATCH-LOST"
+        return None
     if rule == "DELIVER-6" and proc is None:
         return "H-INFLIGHT"
     return None
@@ -209,6 +222,23 @@ def shared_key(homes, threads):
             if same_chat and (t.get("thread_id") is None) != (h.get("thread_id") is None):
                 return "H-THREAD-USER"
     return None
+
+
+def turn_after(ops, step):
+    """Whether a turn of hermes' runs after `step`: a message (its turn ends
+    at once) or the end of a running turn."""
+    running = set()
+    for i, op in enumerate(ops):
+        name, arg = (op, {}) if isinstance(op, str) else next(iter(op.items()))
+        if name == "turn_start":
+            running.add(arg["thread"])
+        elif i > step and name == "message":
+            return True
+        elif name == "turn_end" and arg["thread"] in running:
+            running.discard(arg["thread"])
+            if i > step:
+                return True
+    return False
 
 
 def down_after_end(ops, proc):

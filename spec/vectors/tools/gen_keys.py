@@ -117,6 +117,11 @@ hb("whatsapp/group-hyphen-chat", W, O("whatsapp", "group", "a-b@g.us", user="601
 hb("whatsapp/group-user-rejected-even-unkeyed", W, O("whatsapp", "group", "120363000000@g.us", user="x y"), P(g=False))
 hb("whatsapp/group-user-empty-canonical", W, O("whatsapp", "group", "120363000000@g.us", user="@lid"))
 hb("whatsapp/cloud-not-canonicalised", H, O("whatsapp_cloud", "dm", "60123456789@s.whatsapp.net"))
+# Round 3 of the clean room (spec/cleanroom/ROUNDS.md) read these three
+# corners of KEY-H2 both ways and passed; hermes decides them:
+hb("whatsapp/dm-plus-not-leading", W, O("whatsapp", "dm", "601+23@s.whatsapp.net"), note="the first + anywhere goes, not only a leading one")
+hb("whatsapp/dm-empty-falls-to-user-then-thread", W, O("whatsapp", "dm", "@s.whatsapp.net", thread="t1", user="6012@s.whatsapp.net"), note="after the fallback to the user id, the thread is still appended")
+hb("whatsapp/dm-bad-user-unused", W, O("whatsapp", "dm", "60123456789@s.whatsapp.net", user="x y"), note="a dm's user id is normalised only when the dm falls back to it, so a user id hermes would reject does not fail the build")
 
 # ---- canonical build (expected keys written by hand from KEY-C1/KEY-C2)
 C = ["KEY-C1"]
@@ -163,9 +168,11 @@ cp("err/needless-escape", ["KEY-C3", "KEY-7"], "agent:main:telegram:group:%41", 
 cp("err/truncated-escape", ["KEY-C3", "KEY-7"], "agent:main:telegram:group:ab%4", error=E("bad_escape", 28, "chat_id"))
 cp("err/user-in-dm", ["KEY-C1", "KEY-7"], "agent:main:telegram:dm:1:~2", error=E("user_in_dm", 25))
 cp("err/empty-user", ["KEY-C1", "KEY-7"], "agent:main:telegram:group:1:~", error=E("empty", 29, "user_id"))
+cp("err/long-user", ["KEY-C1", "KEY-6", "KEY-7"], "agent:main:telegram:group:1:~" + "u" * 513, error=E("part_too_long", 29, "user_id"), note="the user part starts after its ~, as for empty")
 cp("err/two-threads", ["KEY-C1", "KEY-7"], "agent:main:telegram:group:1:2:3", error=E("trailing", 29))
 cp("err/after-user", ["KEY-C1", "KEY-7"], "agent:main:telegram:group:1:~2:3", error=E("trailing", 30))
 cp("err/too-long", ["KEY-1", "KEY-7"], "agent:main:telegram:dm:" + "1" * 9000, error=E("too_long", 8192))
+cp("err/default-namespace", ["KEY-2", "KEY-C6", "KEY-7"], "agent:default:telegram:dm:1", error=E("bad_token", 6, "namespace"), note="build writes the profile default as main, so a key naming default would not survive build(parse(k)) (KEY-C6)")
 
 # ---- hermes parse (KEY-H3/H4)
 HH = ["KEY-H3", "KEY-H4"]
@@ -200,6 +207,7 @@ og("err/long-multibyte-id", ["ORIGIN-2"], O("telegram", "dm", "İ" * 257), E("to
 og("err/long-name", ["ORIGIN-2"], O("telegram", "dm", "1", name="n" * 257), E("too_long", field="user_name"))
 og("err/chat-type", ["ORIGIN-4"], O("telegram", "supergroup", "1"), E("unknown_chat_type"))
 og("err/chat-type-case", ["ORIGIN-4"], O("telegram", "Group", "1"), E("unknown_chat_type"))
+og("err/chat-type-empty", ["ORIGIN-4"], O("telegram", "", "1"), E("unknown_chat_type"))
 og("err/platform-case", ["ORIGIN-3"], O("Telegram", "dm", "1"), E("bad_token", field="platform"))
 og("err/platform-colon", ["ORIGIN-3"], O("tele:gram", "dm", "1"), E("bad_token", field="platform"))
 og("err/platform-empty", ["ORIGIN-3"], O("", "dm", "1"), E("empty", field="platform"))

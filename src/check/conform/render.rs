@@ -17,6 +17,24 @@ fn lane_of(trace: &Trace, d: &Place) -> Option<usize> {
     })
 }
 
+/// The first thread of the trace at the place (platform, chat type, chat,
+/// thread) of thread `i`: where [`lane_of`] draws that place.
+fn first_of_place(trace: &Trace, i: usize) -> usize {
+    let Some(t) = trace.threads.get(i) else {
+        return i;
+    };
+    trace
+        .threads
+        .iter()
+        .position(|u| {
+            u.platform == t.platform
+                && u.chat_type == t.chat_type
+                && u.chat_id == t.chat_id
+                && u.thread_id == t.thread_id
+        })
+        .unwrap_or(i)
+}
+
 /// The thread of the latest spawn of `process` at or before `step` (a
 /// notice of an earlier run delivered late is marked by the judge, whose
 /// violations are printed with the timeline, not by this picture).
@@ -142,7 +160,13 @@ pub fn timeline_text(trace: &Trace, result: &TraceResult) -> String {
         out.push('\n');
         for d in result.deliveries.iter().filter(|d| d.step == step) {
             let got = lane_of(trace, &d.destination);
-            let home = d.process.as_deref().and_then(|p| home_of(trace, p, d.step));
+            // Two trace threads that differ only in the user are one place
+            // (DELIVER-2): a delivery there is home for either of them.
+            let home = d
+                .process
+                .as_deref()
+                .and_then(|p| home_of(trace, p, d.step))
+                .map(|h| first_of_place(trace, h));
             let wrong = d.process.is_some() && home != got;
             let label = format!(
                 "{}→ {} {}",
@@ -226,7 +250,13 @@ pub fn timeline_svg(trace: &Trace, result: &TraceResult) -> String {
         rows.push((step, op_lane(trace, op, step), short(op), "#333"));
         for d in result.deliveries.iter().filter(|d| d.step == step) {
             let got = lane_of(trace, &d.destination);
-            let home = d.process.as_deref().and_then(|p| home_of(trace, p, d.step));
+            // Two trace threads that differ only in the user are one place
+            // (DELIVER-2): a delivery there is home for either of them.
+            let home = d
+                .process
+                .as_deref()
+                .and_then(|p| home_of(trace, p, d.step))
+                .map(|h| first_of_place(trace, h));
             let wrong = d.process.is_some() && home != got;
             let label = format!(
                 "→ {} {}",

@@ -584,11 +584,13 @@ impl<'a> Judge<'a> {
                         && (ob.dead || e.emitted <= ob.o.step)
                         && (!same_fate || matches!(e.fate, Fate::DeadLettered { .. }) == ob.dead)
                 };
-                let e = pred
-                    .items
-                    .iter()
-                    .filter(fits)
-                    .find(|e| optional || !e.optional);
+                // An acknowledged completion (PROC-11) is owed to no one:
+                // like an optional one, it takes an observation only when
+                // nothing that must exist fits (else a later run's
+                // completion that quotes nothing would pair with it).
+                let owed =
+                    |e: &&Expected| !e.optional && !matches!(e.fate, Fate::Acknowledged { .. });
+                let e = pred.items.iter().filter(fits).find(|e| optional || owed(e));
                 if let Some(e) = e {
                     taken[e.index] = true;
                     ob.paired = Some(e.index);
@@ -897,19 +899,30 @@ impl<'a> Judge<'a> {
             );
         }
         if let Some(extra) = known.iter().find(|t| !e.may_show.contains(**t)) {
+            // A completion quoting its own run's output from before its
+            // last 2,000 characters: the tail's upper bound (PROC-7).
+            let own = self
+                .pred
+                .tokens
+                .get(*extra)
+                .and_then(|(r, _)| self.pred.runs.get(*r))
+                .is_some_and(|r| Some(r.spawn_step) == e.run);
             self.bad(
                 rule,
                 format!(
                     "{what} (emitted at step {}) shows {}, which is not {}",
                     e.emitted,
                     j(extra),
-                    if e.kind == Kind::WatchMatch {
-                        "a matching line of that output"
-                    } else {
-                        "output of its run"
+                    match e.kind {
+                        Kind::WatchMatch => "a matching line of that output",
+                        _ if own => "in its run's last 2,000 characters of output (older output is not quoted)",
+                        _ => "output of its run",
                     }
                 ),
             );
+        }
+        if e.kind == Kind::WatchMatch {
+            self.check_cr(o, e);
         }
         if let Some(p) = &e.pattern {
             // Named outside the quoted output (TEXT-2: output lines begin
@@ -942,6 +955,42 @@ impl<'a> Judge<'a> {
                 format!(
                     "{what}: {} suppressed match(es) are not reported on the final line",
                     e.suppressed
+                ),
+            );
+        }
+    }
+
+    /// PROC-3: lines end at `\n`, and a `\r` before it is dropped, so no
+    /// quoted line of a watch match ends with a carriage return, raw or
+    /// escaped (TEXT-2, any spelling of `\u{d}`) — unless the chunk's
+    /// last line ends with one and no `\n` follows it.
+    fn check_cr(&mut self, o: &Observed, e: &Expected) {
+        let Some(TraceOp::Output { text, .. }) = e.source_op.and_then(|s| self.trace.ops.get(s))
+        else {
+            return;
+        };
+        if text.ends_with('\r') {
+            return;
+        }
+        let ends_cr = |l: &str| {
+            l.ends_with('\r')
+                || l.strip_suffix('}')
+                    .and_then(|l| l.rsplit_once("\\u{"))
+                    .is_some_and(|(_, hex)| u32::from_str_radix(hex, 16).is_ok_and(|c| c == 0x0d))
+        };
+        if let Some(line) = o
+            .text
+            .split('\n')
+            .filter(|l| l.starts_with("| "))
+            .find(|l| ends_cr(l))
+        {
+            let what = Self::what(o);
+            self.bad(
+                "PROC-3",
+                format!(
+                    "{what} (emitted at step {}) quotes the line {} with the carriage return before its line feed, which a line does not include",
+                    e.emitted,
+                    j(line)
                 ),
             );
         }

@@ -309,6 +309,10 @@ pub struct RunInfo {
     /// Tokens printed since the run's last restart (before a restart the
     /// tail is only as fresh as the last checkpoint: PROC-8).
     fresh: BTreeSet<String>,
+    /// It lived through a restart: its tail is then bounded below (the
+    /// output since the restart) but not above (a checkpointed tail may
+    /// be older than the last 2,000 characters), PROC-7.
+    lived_restart: bool,
 }
 
 /// Everything the oracle predicts for a trace.
@@ -541,6 +545,7 @@ pub fn predict_with(trace: &Trace, crashes: &BTreeSet<usize>, ack: ReadAck) -> P
                     tail: String::new(),
                     restarted: false,
                     fresh: BTreeSet::new(),
+                    lived_restart: false,
                 });
             }
             TraceOp::Output { process, text } => {
@@ -596,6 +601,13 @@ pub fn predict_with(trace: &Trace, crashes: &BTreeSet<usize>, ack: ReadAck) -> P
             }
             for e in &mut w.p.items[items_before..] {
                 e.optional = true;
+                // Its tail may come from a checkpoint older than the
+                // crash: bounded below, not above (PROC-7, PROC-8).
+                if let Some(run) = w.p.runs.iter().find(|r| Some(r.spawn_step) == e.run) {
+                    if e.kind == Kind::Completion {
+                        e.may_show = run.tokens.clone();
+                    }
+                }
             }
             for (pl, q) in &w.queues {
                 for pend in q {
@@ -865,7 +877,13 @@ impl World {
         self.p.exercised.insert("PROC-7");
         let tail_tokens: BTreeSet<String> = token_words(&run.tail).map(str::to_owned).collect();
         let must: BTreeSet<String> = tail_tokens.intersection(&run.fresh).cloned().collect();
-        let may = run.tokens.clone();
+        // PROC-7: the last 2,000 characters and nothing older — unless a
+        // restart made the durable tail only as fresh as a checkpoint.
+        let may = if run.lived_restart {
+            run.tokens.clone()
+        } else {
+            tail_tokens
+        };
         self.event(
             step,
             r,
@@ -902,6 +920,7 @@ impl World {
             run.suppressed = 0;
             run.fresh.clear();
             run.restarted = true;
+            run.lived_restart = true;
             if !survive {
                 self.finish(step, r);
             }
@@ -911,8 +930,8 @@ impl World {
     /// PROC-11: a read by the agent of run `r`'s home thread `reader`,
     /// after the run ended, with the adapter up (the read's result can
     /// reach that thread), acknowledges the run's completions still
-    /// queued: they leave the queue and are never sent.
-    /// Whether it acknowledged any.
+    /// queued: they leave the queue and are never sent. Returns whether it
+    /// acknowledged any.
     fn acknowledge(&mut self, step: usize, r: usize, reader: &Place) -> bool {
         let run = &self.p.runs[r];
         // A running run has no completion queued yet: nothing to take.

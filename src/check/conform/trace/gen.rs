@@ -212,6 +212,12 @@ impl Gen {
             } else {
                 " ERR"
             });
+            // A matching line that ends `\r\n`: its excerpt line must not
+            // keep the `\r` (PROC-3). Chosen by the token number, not drawn,
+            // so the rest of a seed's trace is what it was before.
+            if control && t % 5 == 2 {
+                l.push('\r');
+            }
         }
         l
     }
