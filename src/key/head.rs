@@ -254,6 +254,15 @@ pub(crate) fn parse_head_checked(key: &str) -> Result<Head<'_>, KeyError> {
             },
         ));
     };
+    // KEY-6: an empty part is `empty` where it starts, the chat type too.
+    if ct.text.is_empty() {
+        return Err(KeyError::at(
+            ct.start,
+            KeyErrorKind::Empty {
+                part: Part::ChatType,
+            },
+        ));
+    }
     let Some(chat_type) = ChatType::from_token(ct.text) else {
         return Err(KeyError::at(
             ct.start,

@@ -102,6 +102,8 @@ def head(key):
     if len(segs) < 4:
         raise KeyError_(blen(key), "missing", part="chat_type")
     ct, pos = segs[3]
+    if ct == "":
+        raise KeyError_(pos, "empty", part="chat_type")
     if ct not in CHAT_TYPES:
         raise KeyError_(pos, "unknown_chat_type")
     return ns, plat, ct, segs[4:]

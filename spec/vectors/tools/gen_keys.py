@@ -169,6 +169,12 @@ cp("err/truncated-escape", ["KEY-C3", "KEY-7"], "agent:main:telegram:group:ab%4"
 cp("err/user-in-dm", ["KEY-C1", "KEY-7"], "agent:main:telegram:dm:1:~2", error=E("user_in_dm", 25))
 cp("err/empty-user", ["KEY-C1", "KEY-7"], "agent:main:telegram:group:1:~", error=E("empty", 29, "user_id"))
 cp("err/long-user", ["KEY-C1", "KEY-6", "KEY-7"], "agent:main:telegram:group:1:~" + "u" * 513, error=E("part_too_long", 29, "user_id"), note="the user part starts after its ~, as for empty")
+# Round 5 of the clean room read these both ways and passed (ROUNDS.md):
+cp("err/empty-namespace-mid", ["KEY-6", "KEY-7"], "agent::telegram:dm:1", error=E("empty", 6, "namespace"))
+cp("err/empty-platform-mid", ["KEY-6", "KEY-7"], "agent:main::dm:1", error=E("empty", 11, "platform"))
+cp("err/empty-chat-type-mid", ["KEY-6", "KEY-7"], "agent:main:telegram::1", error=E("empty", 20, "chat_type"))
+cp("err/platform-long-and-bad", ["KEY-6", "KEY-7", "ORIGIN-3"], "agent:main:" + "P" * 33 + ":dm:1", error=E("part_too_long", 11, "platform"))
+cp("err/raw-tilde-first", ["KEY-C3", "KEY-7"], "agent:main:telegram:group:~1", error=E("unescaped", 26, "chat_id"))
 cp("err/two-threads", ["KEY-C1", "KEY-7"], "agent:main:telegram:group:1:2:3", error=E("trailing", 29))
 cp("err/after-user", ["KEY-C1", "KEY-7"], "agent:main:telegram:group:1:~2:3", error=E("trailing", 30))
 cp("err/too-long", ["KEY-1", "KEY-7"], "agent:main:telegram:dm:" + "1" * 9000, error=E("too_long", 8192))
@@ -213,6 +219,8 @@ og("err/platform-colon", ["ORIGIN-3"], O("tele:gram", "dm", "1"), E("bad_token",
 og("err/platform-empty", ["ORIGIN-3"], O("", "dm", "1"), E("empty", field="platform"))
 og("err/platform-long", ["ORIGIN-3"], O("p" * 33, "dm", "1"), E("too_long", field="platform"))
 og("err/unknown-field", ["ORIGIN-6"], dict(O("telegram", "dm", "1"), chat="x"), E("malformed"))
+og("err/number-platform", ["ORIGIN-6"], {"platform": 7, "chat_type": "dm", "chat_id": "1"}, E("malformed"))
+og("err/two-fields-bad", ["ORIGIN-2", "ORIGIN-3"], O("Telegram", "dm", ""), E("bad_token", field="platform"))
 og("err/number-id", ["ORIGIN-6"], {"platform": "discord", "chat_type": "dm", "chat_id": 1476968053597274124}, E("malformed"))
 
 doc = {"suite": "procroute-keys", "suite_version": "0.3.0",
