@@ -28,6 +28,8 @@ PY_BUGS = {  # name -> rule (router.py's BUGS)
     "kill-silent": "PROC-7",
     "retry-forever": "DELIVER-4",
     "read-consumes": "PROC-10",
+    "tail-uncapped": "PROC-7",
+    "excerpt-keeps-cr": "PROC-3",
 }
 
 

@@ -31,6 +31,8 @@ BUGS = {
     "kill-silent": "a killed process never notifies",
     "retry-forever": "a failed send is retried forever, never dead-lettered",
     "read-consumes": "an agent's read of an ended process cancels its queued completion",
+    "tail-uncapped": "a completion quotes all of its run's output, not the last 2,000 characters",
+    "excerpt-keeps-cr": "a watch excerpt keeps the \\r of a \\r\\n line end",
 }
 BUG = os.environ.get("PROCROUTE_TEMPLATE_BUG", "")
 
@@ -54,13 +56,15 @@ def safe(text):
 def quote(text):
     if not text:
         return "| (no output)"
-    return "\n".join("| " + safe(line[:-1] if line.endswith("\r") else line)
+    keep = BUG == "excerpt-keeps-cr"
+    return "\n".join("| " + safe(line[:-1] if line.endswith("\r") and not keep else line)
                      for line in text.split("\n"))
 
 
 def lines(text):
     """PROC-3: lines end at \\n only; a \\r before it is dropped."""
-    parts = [p[:-1] if p.endswith("\r") else p for p in text.split("\n")]
+    keep = BUG == "excerpt-keeps-cr"
+    parts = [p[:-1] if p.endswith("\r") and not keep else p for p in text.split("\n")]
     if text == "" or text.endswith("\n"):
         parts.pop()
     return parts
@@ -141,14 +145,16 @@ class Router:
         run = self.current.get(pid)
         if not run or not run.running:
             return
-        run.tail = (run.tail + text)[-TAIL_CHARS:]
+        run.tail = run.tail + text
+        if BUG != "tail-uncapped":
+            run.tail = run.tail[-TAIL_CHARS:]
         if not run.watch or run.disabled:
             return
         matched, pattern = [], None
         for line in lines(text):
             hit = next((w for w in run.watch if w in line), None)
             if hit is not None:
-                matched.append(line.rstrip())
+                matched.append(line.rstrip(" \t") if BUG == "excerpt-keeps-cr" else line.rstrip())
                 pattern = pattern or hit
         if pattern is None:
             return
