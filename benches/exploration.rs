@@ -6,8 +6,8 @@
 use divan::counter::ItemsCount;
 use divan::Bencher;
 
-use procroute::check::conform::trace::{execute, generate, Trace};
-use procroute::check::model::judge::judge;
+use procroute_suite::conform::trace::{execute, generate, Trace};
+use procroute_suite::model::judge::judge;
 
 fn main() {
     divan::main();

@@ -6,13 +6,13 @@
 
 use divan::counter::ItemsCount;
 use divan::Bencher;
-use procroute::check::conform::trace;
-use procroute::check::gen::{self, Rng};
 use procroute::gateway::{Config, Gateway, Input, Output};
 use procroute::registry::Completion;
 use procroute::router;
 use procroute::store::{Lane, SessionStore};
 use procroute::{Origin, Policy};
+use procroute_suite::conform::trace;
+use procroute_suite::gen::{self, Rng};
 
 fn main() {
     divan::main();
@@ -116,7 +116,7 @@ fn conformance_cases(b: Bencher) {
     b.counter(ItemsCount::new(ts.len())).bench(|| {
         for t in &ts {
             let r = trace::execute(t).expect("runs");
-            assert!(procroute::check::model::judge::judge(t, &r).is_empty());
+            assert!(procroute_suite::model::judge::judge(t, &r).is_empty());
         }
     });
 }
@@ -142,7 +142,7 @@ fn conformance_cases_python_template(b: Bencher, jobs: usize) {
 }
 
 fn traces_through(b: Bencher, jobs: usize, program: &str, args: &[String]) {
-    use procroute::check::conform::runner::{run_traces, TraceRun};
+    use procroute_suite::conform::runner::{run_traces, TraceRun};
     let cfg = TraceRun {
         seed: 24301,
         cases: 500,

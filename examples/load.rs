@@ -16,7 +16,7 @@
 //! promised completion was delivered or dead-lettered (exit 1 otherwise)
 //! and prints every bounded structure's peak next to its limit.
 
-use procroute::check::soak::{self, Report, Storage, Workload};
+use procroute_suite::soak::{self, Report, Storage, Workload};
 
 fn run(w: Workload) -> Report {
     let r = soak::run(w);

@@ -1,43 +1,32 @@
-//! procroute: a notification from a background process lands in the chat
-//! thread that started it — never in whatever thread happens to be active,
-//! never twice, never lost.
+//! procroute-suite: the checking kit and the `procroute` command. It checks
+//! an implementation of `spec/SPEC.md` — the router of the `procroute`
+//! crate (`crates/procroute`) or any gateway speaking the JSON-lines
+//! protocol (`spec/PROTOCOL.md`) — against the oracle and the one judge of
+//! `procroute-model` (`crates/procroute-model`). Nothing here is embedded
+//! by a gateway.
 //!
-//! This crate is a specification (`spec/SPEC.md`), an implementation, and a
-//! conformance suite for other implementations. Start at `ARCHITECTURE.md`.
-//!
-//! The product, what a gateway embeds:
-//! - [`origin`]: where a conversation lives, as validated data.
-//! - [`key`]: session keys in the hermes-agent and the canonical dialect.
-//! - [`store`], [`registry`], [`router`], [`delivery`], [`text`]: the
-//!   sans-IO state machines; [`gateway`]: their facade;
-//!   [`persist`]: the file envelope; [`journal`]: the journal's framing;
-//!   [`driver`]: the only I/O.
-//!
-//! The checking kit, [`check`]: the oracle and judge, the conformance
-//! suite and its trace language, generators, the simulated disk, fuzz
-//! bodies. [`fault`] is the test-only bug bank (feature `faults`).
+//! - [`model`] — `procroute-model` re-exported: the trace language, the
+//!   oracle and the one judge (it does not depend on the router crate);
+//! - [`conform`] — the conformance suite: the built-in executor of the trace
+//!   language, its generator and shrinker, the harness protocol and runner,
+//!   reports;
+//! - [`explore`] — exhaustive small-scope exploration, breadth first;
+//! - [`gen`] — deterministic generators of real and nasty ids;
+//! - [`simfs`] — the simulated disk that crashes at any write;
+//! - [`fuzzing`] — the fuzz target bodies, as plain functions;
+//! - [`soak`] — the load workload; [`timing`] — side-by-side timings.
 
 #![forbid(unsafe_code)]
 // Every public item is documented; CI builds the docs with warnings denied.
 #![deny(missing_docs)]
 
-pub mod check;
-pub mod delivery;
-pub mod delta;
-pub mod driver;
-pub mod fault;
-pub mod gateway;
-pub mod journal;
-pub mod key;
-pub mod origin;
-pub mod persist;
-pub mod registry;
-pub mod router;
-pub mod store;
-pub mod text;
+pub use procroute_model as model;
+pub use procroute_model::SUITE_VERSION;
 
-pub use key::{KeyError, KeyFields, Policy, Profile};
-pub use origin::{ChatType, Id, Origin, OriginError, Platform};
-
-/// Version of the specification and its vectors (SPEC conventions, S-3).
-pub const SUITE_VERSION: &str = "0.3.0";
+pub mod conform;
+pub mod explore;
+pub mod fuzzing;
+pub mod gen;
+pub mod simfs;
+pub mod soak;
+pub mod timing;

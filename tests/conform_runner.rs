@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use procroute::check::conform::runner;
-use procroute::check::conform::vectors::KeyVectors;
-use procroute::check::conform::Outcome;
+use procroute_suite::conform::runner;
+use procroute_suite::conform::vectors::KeyVectors;
+use procroute_suite::conform::Outcome;
 
 fn run(mode: &str, n: usize) -> (Vec<Outcome>, u32) {
     let script = concat!(
@@ -208,7 +208,7 @@ fn p5_bad_trace_replies_are_errored_without_validation_too() {
 /// errored case naming the field; the built-in harness validates clean (p1).
 #[test]
 fn p9_schema_violations_are_errored() {
-    use procroute::check::conform::schema::Schema;
+    use procroute_suite::conform::schema::Schema;
     let s = Schema::protocol();
     assert!(s
         .validate(
@@ -241,7 +241,7 @@ fn p9_schema_violations_are_errored() {
 /// The schema file uses only keywords the built-in validator implements.
 #[test]
 fn p9_schema_uses_only_supported_keywords() {
-    use procroute::check::conform::schema::{KEYWORDS, PROTOCOL_SCHEMA};
+    use procroute_suite::conform::schema::{KEYWORDS, PROTOCOL_SCHEMA};
     fn walk(v: &serde_json::Value, in_props: bool, bad: &mut Vec<String>) {
         if let Some(o) = v.as_object() {
             for (k, x) in o {

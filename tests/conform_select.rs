@@ -1,9 +1,9 @@
 //! `--only` / `--skip` globs, `--shard I/N` partitions, known failures.
 
-use procroute::check::conform::select::{
+use procroute_suite::conform::select::{
     apply_known_failures, forgive_flaky, glob, parse_known_failures, Selection,
 };
-use procroute::check::conform::Outcome;
+use procroute_suite::conform::Outcome;
 
 #[test]
 fn globs_match_stable_ids() {
@@ -56,7 +56,7 @@ fn known_failures_must_still_fail() {
 
 // --- known failures pinned to their violations (issue 36) ---------------
 
-use procroute::check::conform::select::{check_pins, is_signature, parse_pins};
+use procroute_suite::conform::select::{check_pins, is_signature, parse_pins};
 
 fn failing(id: &str, violations: &[&str]) -> Outcome {
     let mut o = Outcome::check(id, &["INV-4"], Some("INV-4: …".into()));
@@ -158,8 +158,8 @@ fn pins_parse_finding_and_signatures_and_older_lines_match_by_id() {
 
 #[test]
 fn signatures_name_the_rule_the_kind_and_the_thread_a_notice_landed_in() {
-    use procroute::check::conform::trace::{Trace, TraceResult};
-    use procroute::check::model::judge::{judge, signatures};
+    use procroute_suite::conform::trace::{Trace, TraceResult};
+    use procroute_suite::model::judge::{judge, signatures};
     let trace: Trace = serde_json::from_value(serde_json::json!({
         "threads": [
             {"platform": "telegram", "chat_type": "group", "chat_id": "-100", "thread_id": "1"},

@@ -9,10 +9,10 @@
 //! `CRASH_TRACES=N` runs N traces (default 60); the long run is
 //! `CRASH_TRACES=2000 cargo test --release --test crash_points`.
 
-use procroute::check::conform::trace::{self, CrashRun, Trace};
-use procroute::check::simfs::SimFs;
 use procroute::delta::Durability;
 use procroute::gateway::Config;
+use procroute_suite::conform::trace::{self, CrashRun, Trace};
+use procroute_suite::simfs::SimFs;
 
 fn traces() -> usize {
     std::env::var("CRASH_TRACES")
@@ -27,7 +27,7 @@ fn check(t: &Trace, config: &Config, fs: SimFs, point: usize, image: u64) -> Opt
         Ok(r) => r,
         Err(e) => return Some(format!("crash point {point}, image {image}: {e}")),
     };
-    use procroute::check::model::judge::{as_happened, judge_crashed, Crash};
+    use procroute_suite::model::judge::{as_happened, judge_crashed, Crash};
     let judged = as_happened(t, &run.spawned);
     // The gateway crashed during that step and recovered with its
     // processes alive: the one judge, told where and what was acknowledged.
@@ -41,7 +41,7 @@ fn check(t: &Trace, config: &Config, fs: SimFs, point: usize, image: u64) -> Opt
             "crash point {point} (step {:?}: {:?}), image {image}: {v:?}\n{}",
             run.crashed_at,
             run.crashed_at.map(|s| &t.ops[s]),
-            procroute::check::conform::render::timeline_text(&judged, &run.result)
+            procroute_suite::conform::render::timeline_text(&judged, &run.result)
         )
     })
 }

@@ -10,9 +10,9 @@ mod batches;
 #[path = "support/traces.rs"]
 mod traces;
 
-use procroute::check::conform::trace::{Execution, Trace};
 use procroute::delta::Durability;
 use procroute::gateway::Config;
+use procroute_suite::conform::trace::{Execution, Trace};
 use proptest::prelude::*;
 
 fn config(durability: Durability) -> Config {
@@ -68,7 +68,7 @@ fn the_generated_scenarios_from_the_trace_generator_agree_too() {
     // The conformance generator's families (threads of one chat, restarts,
     // outages, floods) at its usual length.
     for seed in 0..200u64 {
-        let t = procroute::check::conform::trace::generate(0xDE17A ^ seed, 40);
+        let t = procroute_suite::conform::trace::generate(0xDE17A ^ seed, 40);
         if let Err(e) = same_files(&t) {
             panic!("seed {seed}: {e}");
         }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use procroute::check::conform::dialect::{run_over, DialectRun};
+use procroute_suite::conform::dialect::{run_over, DialectRun};
 
 const CFG: DialectRun = DialectRun {
     seed: 7,

@@ -8,8 +8,8 @@
 //! depth. The faults it finds are in `tests/faults.rs` and
 //! `.ci/explore-bank.py`.
 
-use procroute::check::explore::{explore, Scope};
 use procroute::gateway::Config;
+use procroute_suite::explore::{explore, Scope};
 
 #[test]
 fn the_default_scope_to_depth_3_passes_and_deduplicates() {
@@ -114,16 +114,16 @@ fn every_declared_scope_passes_at_depth_3() {
 /// kills. (Their bugs are in `tests/faults.rs`.)
 #[test]
 fn the_counting_scopes_offer_only_what_they_declare() {
-    use procroute::check::conform::constraint::Constraints;
-    use procroute::check::conform::trace::TraceOp;
-    use procroute::check::explore::enumerate;
+    use procroute_suite::conform::constraint::Constraints;
+    use procroute_suite::conform::trace::TraceOp;
+    use procroute_suite::explore::enumerate;
     use std::collections::BTreeMap;
     let bodies = |name: &str, depth: usize| {
         let scope = Scope {
             depth,
             ..Scope::named(name).expect("declared")
         };
-        let suffix = procroute::check::conform::trace::quiescence(scope.threads.len()).len();
+        let suffix = procroute_suite::conform::trace::quiescence(scope.threads.len()).len();
         let mut all = Vec::new();
         enumerate(&scope, &Constraints::default(), None, |level| {
             for c in level {
@@ -189,10 +189,10 @@ fn the_counting_scopes_offer_only_what_they_declare() {
 mod over {
     use std::time::Duration;
 
-    use procroute::check::conform::constraint::Constraints;
-    use procroute::check::conform::select::Selection;
-    use procroute::check::explore::{enumerate, explore, explore_over, Over, Scope};
     use procroute::gateway::Config;
+    use procroute_suite::conform::constraint::Constraints;
+    use procroute_suite::conform::select::Selection;
+    use procroute_suite::explore::{enumerate, explore, explore_over, Over, Scope};
 
     fn over(jobs: usize, shard: Option<(u64, u64)>) -> Over {
         Over {

@@ -12,10 +12,10 @@ use proptest::strategy::Strategy;
 use proptest::test_runner::{Config as PtConfig, RngAlgorithm, TestError, TestRng, TestRunner};
 use std::cell::Cell;
 
-use procroute::check::conform::trace::{execute, file, Trace, TraceFile};
-use procroute::check::model::judge::{exercised, judge};
 use procroute::fault::Fault;
 use procroute::gateway::Config;
+use procroute_suite::conform::trace::{execute, file, Trace, TraceFile};
+use procroute_suite::model::judge::{exercised, judge};
 
 /// Cases the suite gets to find each fault.
 const BUDGET: u32 = 2_000;
@@ -75,19 +75,19 @@ fn every_historical_fault_is_caught() {
         let (cases, why, trace) = hunt(fault);
         // proptest shrinks ops, not the thread pool: the trace shrinker
         // drops threads only the quiescence suffix names.
-        let suffix = procroute::check::conform::trace::quiescence(trace.threads.len()).len();
-        let (trace, _) = procroute::check::conform::trace::shrink(&trace, suffix, 200, |c| {
+        let suffix = procroute_suite::conform::trace::quiescence(trace.threads.len()).len();
+        let (trace, _) = procroute_suite::conform::trace::shrink(&trace, suffix, 200, |c| {
             traces::check(c, with(fault)).is_err()
         });
         let body = trace.ops.len()
-            - procroute::check::conform::trace::quiescence(trace.threads.len()).len();
+            - procroute_suite::conform::trace::quiescence(trace.threads.len()).len();
         report.push_str(&format!(
             "{fault:?}: caught after {cases} case(s), shrunk to {body} step(s) (+ quiescence)\n  {why}\n"
         ));
         assert!(cases <= BUDGET);
         // The shrunk trace is a counterexample the judge names by rule.
         let faulty =
-            procroute::check::conform::trace::execute_with(&trace, with(fault)).expect("runs");
+            procroute_suite::conform::trace::execute_with(&trace, with(fault)).expect("runs");
         let v = judge(&trace, &faulty);
         assert!(!v.is_empty() || why.contains("INV-8"), "{fault:?}: {why}");
         if write {
@@ -100,7 +100,7 @@ fn every_historical_fault_is_caught() {
             );
             let first = v.first();
             let f = TraceFile {
-                suite_version: procroute::SUITE_VERSION.to_owned(),
+                suite_version: procroute_suite::SUITE_VERSION.to_owned(),
                 id: format!("trace/{}", kebab(fault)),
                 rules: exercised(&trace).into_iter().map(str::to_owned).collect(),
                 note: format!(
@@ -143,7 +143,7 @@ fn without_a_fault_the_suite_passes() {
 /// boundary (`procroute harness --fault …`), shrunk through the harness.
 #[test]
 fn faults_are_found_and_shrunk_over_the_protocol() {
-    use procroute::check::conform::runner;
+    use procroute_suite::conform::runner;
     let exe = env!("CARGO_BIN_EXE_procroute");
     for fault in [
         "foreground_routing",
@@ -251,7 +251,7 @@ fn every_fault_of_the_bank_fails_the_property() {
 /// (`spec/vectors/traces/fault-*.json`, found by proptest and shrunk).
 #[test]
 fn exploration_finds_every_historical_fault_no_longer_than_the_stored_one() {
-    use procroute::check::explore::Scope;
+    use procroute_suite::explore::Scope;
     let scope = Scope {
         depth: 4,
         ..Scope::default()
@@ -269,7 +269,7 @@ fn exploration_finds_every_historical_fault_no_longer_than_the_stored_one() {
 
 /// A trace's ops without the quiescence every trace ends with.
 fn body(t: &Trace) -> usize {
-    t.ops.len() - procroute::check::conform::trace::quiescence(t.threads.len()).len()
+    t.ops.len() - procroute_suite::conform::trace::quiescence(t.threads.len()).len()
 }
 
 /// Explores `scope` with `fault` on: the counterexample found must be no
@@ -278,10 +278,10 @@ fn body(t: &Trace) -> usize {
 /// violation and the states explored.
 fn found_no_longer(
     fault: Fault,
-    scope: &procroute::check::explore::Scope,
+    scope: &procroute_suite::explore::Scope,
     shortest: usize,
-) -> (usize, procroute::check::model::judge::Violation, u64) {
-    let s = procroute::check::explore::explore(scope, &with(fault), None);
+) -> (usize, procroute_suite::model::judge::Violation, u64) {
+    let s = procroute_suite::explore::explore(scope, &with(fault), None);
     let (trace, violations) = s
         .counterexample
         .unwrap_or_else(|| panic!("{fault:?}: not found in scope {}", scope.describe()));
@@ -311,7 +311,7 @@ fn found_no_longer(
 /// (TESTING.md), and the counterexample passes without the fault.
 #[test]
 fn the_counting_scopes_find_the_threshold_bugs() {
-    use procroute::check::explore::Scope;
+    use procroute_suite::explore::Scope;
     for (fault, scope, shortest, rule) in [
         (Fault::NoPromotion, "strikes", 10, "PROC-5"),
         (Fault::BreakerSixteen, "storm", 32, "PROC-6"),

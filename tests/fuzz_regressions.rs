@@ -1,5 +1,5 @@
 //! Every input kept under `fuzz/regressions/<target>/` replays through the
-//! fuzz target's body (`procroute::check::fuzzing`). A crash found by cargo-fuzz is
+//! fuzz target's body (`procroute_suite::fuzzing`). A crash found by cargo-fuzz is
 //! copied there and stays a test forever.
 
 use std::fs;
@@ -24,7 +24,7 @@ fn key_parse_regressions() {
     let all = inputs("key_parse");
     assert!(!all.is_empty(), "no regression inputs kept");
     for (_name, bytes) in all {
-        procroute::check::fuzzing::key_parse(&bytes);
+        procroute_suite::fuzzing::key_parse(&bytes);
     }
 }
 
@@ -37,7 +37,7 @@ fn key_roundtrip_regressions() {
     for (_name, bytes) in all {
         let mut u = Unstructured::new(&bytes);
         if let Ok((o, g, t, p)) = <(procroute::Origin, bool, bool, bool)>::arbitrary(&mut u) {
-            procroute::check::fuzzing::key_roundtrip(&o, g, t, p);
+            procroute_suite::fuzzing::key_roundtrip(&o, g, t, p);
         }
     }
 }
@@ -53,7 +53,7 @@ fn decode_file_regressions() {
         let all = inputs(target);
         assert!(all.len() >= 3, "{target}: regression inputs missing");
         for (_name, bytes) in all {
-            procroute::check::fuzzing::decode_file(kind, &bytes);
+            procroute_suite::fuzzing::decode_file(kind, &bytes);
         }
     }
 }
@@ -67,8 +67,8 @@ fn trace_vs_model_regressions() {
     let mut ran = 0;
     for (_name, bytes) in all {
         let u = Unstructured::new(&bytes);
-        if let Ok(t) = procroute::check::fuzzing::FuzzTrace::arbitrary_take_rest(u) {
-            procroute::check::fuzzing::trace_vs_model(&t.trace);
+        if let Ok(t) = procroute_suite::fuzzing::FuzzTrace::arbitrary_take_rest(u) {
+            procroute_suite::fuzzing::trace_vs_model(&t.trace);
             ran += 1;
         }
     }
@@ -89,14 +89,14 @@ fn trace_vs_model_catches_every_historical_fault() {
             fault: Some(fault),
             ..Config::default()
         };
-        let mut rng = procroute::check::gen::Rng::new(99);
+        let mut rng = procroute_suite::gen::Rng::new(99);
         // Random points of the target's input space: traces decoded from
         // random bytes.
         let found = (0..5_000).find(|_| {
             let bytes: Vec<u8> = (0..2_000).map(|_| rng.below(256) as u8).collect();
             let mut u = Unstructured::new(&bytes);
-            procroute::check::fuzzing::FuzzTrace::arbitrary(&mut u).is_ok_and(|t| {
-                procroute::check::fuzzing::trace_vs_model_with(&t.trace, config.clone()).is_err()
+            procroute_suite::fuzzing::FuzzTrace::arbitrary(&mut u).is_ok_and(|t| {
+                procroute_suite::fuzzing::trace_vs_model_with(&t.trace, config.clone()).is_err()
             })
         });
         assert!(

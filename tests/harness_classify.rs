@@ -20,7 +20,7 @@ fn report(dir: &Path) -> PathBuf {
                   stored trace spec/vectors/traces/hermes-h-lost.json; replay: procroute replay \
                   spec/vectors/traces/hermes-h-lost.json\n";
     let json = serde_json::json!({
-        "suite_version": procroute::SUITE_VERSION,
+        "suite_version": procroute_suite::SUITE_VERSION,
         "outcomes": [{
             "id": "trace/hermes-h-lost",
             "rules": ["PROC-8"],

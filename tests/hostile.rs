@@ -4,12 +4,12 @@
 //! quoted, escaped and truncated; it never changes where a notification
 //! goes, and ids with any characters never do either.
 
-use procroute::check::gen::{self, Rng};
 use procroute::delivery::Notification;
 use procroute::gateway::{Config, Gateway, Input, Output};
 use procroute::registry::{Completion, RunId};
 use procroute::router::Destination;
 use procroute::Origin;
+use procroute_suite::gen::{self, Rng};
 
 fn sends(out: &[Output]) -> Vec<Notification> {
     out.iter()

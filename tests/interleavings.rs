@@ -8,8 +8,8 @@
 #[path = "support/traces.rs"]
 mod traces;
 
-use procroute::check::conform::trace::TraceOp;
 use procroute::gateway::Config;
+use procroute_suite::conform::trace::TraceOp;
 use proptest::prelude::*;
 use traces::{check, contents, finish, fixed_threads, generated_threads, label, ops, trace};
 

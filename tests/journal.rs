@@ -1,12 +1,12 @@
-//! The journal's framing and reader (`src/journal.rs`): committed batches
+//! The journal's framing and reader (`crates/procroute/src/journal.rs`): committed batches
 //! read back exactly; a crash anywhere in the last batch (cut at any byte,
 //! any part of it missing or garbage, in any order) is a torn tail that
 //! loses nothing acknowledged; damage to an acknowledged batch is refused
 //! as corruption, at every byte; hostile files get typed errors.
 
-use procroute::check::gen::Rng;
 use procroute::journal::{self, Tail, HEADER_BYTES, MAX_FRAME_BYTES};
 use procroute::persist::FileProblem;
+use procroute_suite::gen::Rng;
 
 /// A journal of `n` random batches; returns it, the payloads in order, and
 /// where each batch starts.

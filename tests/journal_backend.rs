@@ -5,7 +5,6 @@
 //! a base, stale journals after an interrupted compaction, torn tails cut
 //! before the next append.
 
-use procroute::check::simfs::SimFs;
 use procroute::delta::{Durability, Record};
 use procroute::driver::files::FileSystem;
 use procroute::driver::journal::{JournalFiles, JournalLimits};
@@ -13,6 +12,7 @@ use procroute::gateway::{Config, Gateway, Input, Output};
 use procroute::journal;
 use procroute::origin::{ChatType, Origin};
 use procroute::persist::{FileProblem, PersistError};
+use procroute_suite::simfs::SimFs;
 use std::path::Path;
 
 fn config() -> Config {

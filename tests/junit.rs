@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use procroute::check::conform::{junit, Outcome};
+use procroute_suite::conform::{junit, Outcome};
 
 /// Checks the conventions and returns (tests, failures, skipped, failure types).
 fn check(xml: &str) -> (usize, usize, usize, Vec<String>) {

@@ -6,8 +6,8 @@ mod support;
 use proptest::prelude::*;
 use quickcheck::quickcheck;
 
-use procroute::check::conform::laws::hermes_contradiction;
 use procroute::key::{canonical, hermes, KeyFields};
+use procroute_suite::conform::laws::hermes_contradiction;
 use support::{QcOrigin, QcPolicy};
 
 proptest! {
@@ -192,7 +192,7 @@ proptest! {
     /// (asserted inside `fuzzing::key_parse`, with the other parse laws).
     #[test]
     fn fast_head_agrees_with_the_checked_path(key in heads()) {
-        procroute::check::fuzzing::key_parse(key.as_bytes());
+        procroute_suite::fuzzing::key_parse(key.as_bytes());
     }
 
     /// The same, aimed at the first two 16-byte lanes where both tokens
@@ -205,7 +205,7 @@ proptest! {
         tail in "[a-z0-9:]{8,20}",
     ) {
         let key = format!("agent:{ns}:{platform}:{chat_type}:{tail}");
-        procroute::check::fuzzing::key_parse(key.as_bytes());
+        procroute_suite::fuzzing::key_parse(key.as_bytes());
     }
 
     /// Tails that cross the 64-byte window's end with or without a `:`,
@@ -219,12 +219,12 @@ proptest! {
         tail in "[a-z0-9\u{e9}]{0,70}(:[a-z0-9]{0,8}){0,2}[a-z0-9]{0,40}",
     ) {
         let key = format!("agent:{ns}:{platform}:{chat_type}:{tail}");
-        procroute::check::fuzzing::key_parse(key.as_bytes());
+        procroute_suite::fuzzing::key_parse(key.as_bytes());
     }
 
     #[test]
     fn fast_head_agrees_on_any_text(key in ".{0,40}") {
-        procroute::check::fuzzing::key_parse(key.as_bytes());
+        procroute_suite::fuzzing::key_parse(key.as_bytes());
     }
 }
 
@@ -256,8 +256,8 @@ fn hermes_parse_chat_id_at_and_past_its_limit() {
             let over = format!("{key}x");
             let err = hermes::parse_view(&over).expect_err("past the limit");
             assert!(err.to_string().contains("chat id"), "{profile}: {err}");
-            procroute::check::fuzzing::key_parse(key.as_bytes());
-            procroute::check::fuzzing::key_parse(over.as_bytes());
+            procroute_suite::fuzzing::key_parse(key.as_bytes());
+            procroute_suite::fuzzing::key_parse(over.as_bytes());
         }
     }
 }
@@ -355,10 +355,10 @@ fn keys_at_and_past_the_length_limit() {
             "c:".repeat(max).get(..max - head.len()).expect("ascii")
         );
         assert_eq!(at.len(), max);
-        procroute::check::fuzzing::key_parse(at.as_bytes());
+        procroute_suite::fuzzing::key_parse(at.as_bytes());
         assert!(hermes::parse(&at).is_ok(), "at the limit");
         let over = format!("{at}c");
-        procroute::check::fuzzing::key_parse(over.as_bytes());
+        procroute_suite::fuzzing::key_parse(over.as_bytes());
         let err = hermes::parse(&over)
             .expect_err("past the limit")
             .to_string();

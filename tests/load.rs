@@ -5,8 +5,8 @@
 //! 1,000,000 events, 10,000 threads — is `cargo run --release --example
 //! load`; its figures are in BENCHMARKS.md.
 
-use procroute::check::soak::{run, Storage, Workload};
 use procroute::gateway::{Config, FileKind, Gateway, Input, Output};
+use procroute_suite::soak::{run, Storage, Workload};
 
 #[test]
 fn deliver_7_a_short_soak_stays_bounded_and_loses_nothing() {
@@ -41,7 +41,7 @@ fn deliver_7_a_short_soak_stays_bounded_and_loses_nothing() {
 fn proc_8_a_batch_persists_first_and_ends_in_the_same_state() {
     let inputs: Vec<Input> = (0..40)
         .flat_map(|i| {
-            let o = procroute::check::gen::origin(&mut procroute::check::gen::Rng::new(i));
+            let o = procroute_suite::gen::origin(&mut procroute_suite::gen::Rng::new(i));
             [
                 Input::Message { origin: o.clone() },
                 Input::Spawn {

@@ -13,8 +13,8 @@ use scratch::Scratch;
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use procroute::check::conform::html::{self, Input};
-use procroute::check::conform::{Outcome, Report};
+use procroute_suite::conform::html::{self, Input};
+use procroute_suite::conform::{Outcome, Report};
 
 fn procroute(args: &[&str], env: &[(&str, &str)]) -> bool {
     let mut c = Command::new(env!("CARGO_BIN_EXE_procroute"));

@@ -16,10 +16,10 @@ use proptest::prelude::*;
 use proptest::test_runner::Config as PtConfig;
 use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMachineTest};
 
-use procroute::check::conform::render;
-use procroute::check::conform::trace::{quiescence, Execution, Trace, TraceOp};
-use procroute::check::model::judge::judge;
 use procroute::gateway::Config;
+use procroute_suite::conform::render;
+use procroute_suite::conform::trace::{quiescence, Execution, Trace, TraceOp};
+use procroute_suite::model::judge::judge;
 
 /// What preconditions need to know, nothing more.
 #[derive(Debug, Clone, Default)]

@@ -2,10 +2,10 @@
 //! none of it, unsteered generation is what it always was, and each shape
 //! does occur without steering (so the checks below can fail).
 
-use procroute::check::conform::constraint::Constraints;
-use procroute::check::conform::steer::{Shape, Steering};
-use procroute::check::conform::trace::twins::{collision, Collision};
-use procroute::check::conform::trace::{generate, generate_steered, Trace, TraceOp};
+use procroute_suite::conform::constraint::Constraints;
+use procroute_suite::conform::steer::{Shape, Steering};
+use procroute_suite::conform::trace::twins::{collision, Collision};
+use procroute_suite::conform::trace::{generate, generate_steered, Trace, TraceOp};
 
 const ALL: [Shape; 13] = [
     Shape::WatchWithNotify,
@@ -179,7 +179,7 @@ fn lane_twins_of_every_shape_run_processes_beside_their_partner() {
 fn every_shape_is_in_the_protocol_schema() {
     // A shape the generator knows but the schema refuses makes every
     // handshake that declares it an error under `--validate`.
-    let schema = procroute::check::conform::schema::Schema::protocol();
+    let schema = procroute_suite::conform::schema::Schema::protocol();
     for shape in ALL {
         let steer = serde_json::json!({"shape": shape.name(), "share": 10, "reason": "r"});
         assert_eq!(schema.validate("steer", &steer), Ok(()), "{}", shape.name());

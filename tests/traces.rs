@@ -9,9 +9,9 @@
 #[path = "support/traces.rs"]
 mod traces;
 
-use procroute::check::conform::render;
-use procroute::check::conform::trace::{execute, TraceFile};
-use procroute::check::model::judge::{exercised, judge};
+use procroute_suite::conform::render;
+use procroute_suite::conform::trace::{execute, TraceFile};
+use procroute_suite::model::judge::{exercised, judge};
 
 fn stored() -> Vec<(std::path::PathBuf, TraceFile)> {
     let mut files: Vec<_> = std::fs::read_dir(traces::traces_dir())
@@ -42,7 +42,7 @@ fn stored_traces_replay() {
         assert!(ids.insert(t.id.clone()), "duplicate trace id {}", t.id);
         let raw: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).expect("readable")).expect("json");
-        procroute::check::conform::schema::Schema::protocol()
+        procroute_suite::conform::schema::Schema::protocol()
             .validate("trace_file", &raw)
             .unwrap_or_else(|e| panic!("{}: schema $defs/trace_file: {e}", t.id));
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");

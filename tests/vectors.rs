@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use procroute::check::conform::vectors::{self, KeyVectors};
+use procroute_suite::conform::vectors::{self, KeyVectors};
 
 const SPEC: &str = include_str!("../spec/SPEC.md");
 
@@ -47,7 +47,7 @@ fn vector_file_has_enough_unique_ids_and_a_version() {
         "only {} vectors",
         file.vectors.len()
     );
-    assert_eq!(file.suite_version, procroute::SUITE_VERSION);
+    assert_eq!(file.suite_version, procroute_suite::SUITE_VERSION);
     let ids: BTreeSet<&str> = file.vectors.iter().map(|v| v.id.as_str()).collect();
     assert_eq!(ids.len(), file.vectors.len());
 }
@@ -122,7 +122,7 @@ fn duplicate_ids_are_rejected_with_the_id() {
 /// failed (KEY laws, spec S-4).
 #[test]
 fn conform_builtin_passes() {
-    let report = procroute::check::conform::run_builtin(procroute::check::conform::Config {
+    let report = procroute_suite::conform::run_builtin(procroute_suite::conform::Config {
         seed: 7,
         cases: 300,
     })

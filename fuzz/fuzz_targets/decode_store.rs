@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    procroute::check::fuzzing::decode_file(procroute::gateway::FileKind::Store, data);
+    procroute_suite::fuzzing::decode_file(procroute::gateway::FileKind::Store, data);
 });

@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    procroute::check::fuzzing::key_parse(data);
+    procroute_suite::fuzzing::key_parse(data);
 });

@@ -7,5 +7,5 @@ use procroute::Origin;
 
 fuzz_target!(|input: (Origin, bool, bool, bool)| {
     let (origin, group, thread, profile) = input;
-    procroute::check::fuzzing::key_roundtrip(&origin, group, thread, profile);
+    procroute_suite::fuzzing::key_roundtrip(&origin, group, thread, profile);
 });

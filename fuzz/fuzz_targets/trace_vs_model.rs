@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use procroute::check::fuzzing::FuzzTrace;
+use procroute_suite::fuzzing::FuzzTrace;
 
 fuzz_target!(|input: FuzzTrace| {
-    procroute::check::fuzzing::trace_vs_model(&input.trace);
+    procroute_suite::fuzzing::trace_vs_model(&input.trace);
 });

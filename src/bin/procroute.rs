@@ -5,10 +5,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use procroute::check::conform::{self, Config};
-use procroute::check::gen::{self, Rng};
 use procroute::key::{canonical, hermes};
 use procroute::origin::RawOrigin;
+use procroute_suite::conform::{self, Config};
+use procroute_suite::gen::{self, Rng};
 
 #[derive(Parser)]
 #[command(
@@ -119,7 +119,7 @@ enum Command {
         /// `strikes` (three strikes and a promotion), `retries` (a head's
         /// six failed attempts, a second notification behind it), `storm`
         /// (17 processes, the breaker's window and pause).
-        #[arg(long, default_value = "default", value_parser = clap::builder::PossibleValuesParser::new(procroute::check::explore::Scope::NAMES))]
+        #[arg(long, default_value = "default", value_parser = clap::builder::PossibleValuesParser::new(procroute_suite::explore::Scope::NAMES))]
         scope: String,
         /// Operations per trace, before the quiescence suffix (default:
         /// the scope's own, 5 for `default`).
@@ -514,7 +514,7 @@ fn main() -> ExitCode {
                 Some(Ok(s)) => Some(s),
                 None => None,
             };
-            let over = procroute::check::explore::Over {
+            let over = procroute_suite::explore::Over {
                 jobs: jobs.unwrap_or_else(cores),
                 timeout: std::time::Duration::from_millis(timeout_ms),
                 selection: conform::select::Selection { only, skip, shard },
@@ -557,7 +557,7 @@ fn main() -> ExitCode {
                 eprintln!("procroute: reading the corpus: {e}");
                 return ExitCode::from(2);
             }
-            match procroute::check::timing::run(&corpus, rounds.max(1)) {
+            match procroute_suite::timing::run(&corpus, rounds.max(1)) {
                 Ok(v) => {
                     println!("{v}");
                     ExitCode::SUCCESS
@@ -612,8 +612,8 @@ fn cores() -> usize {
 }
 
 /// The declared scope `name` (checked by clap), at `depth` if given.
-fn scope_of(name: &str, depth: Option<usize>, reads: bool) -> procroute::check::explore::Scope {
-    let mut scope = procroute::check::explore::Scope::named(name).unwrap_or_default();
+fn scope_of(name: &str, depth: Option<usize>, reads: bool) -> procroute_suite::explore::Scope {
+    let mut scope = procroute_suite::explore::Scope::named(name).unwrap_or_default();
     if let Some(d) = depth {
         scope.depth = d;
     }
@@ -625,12 +625,12 @@ fn scope_of(name: &str, depth: Option<usize>, reads: bool) -> procroute::check::
 /// `depth` through a harness, reported like `conform`.
 fn explore_impl(
     cmd: &str,
-    scope: &procroute::check::explore::Scope,
-    over: &procroute::check::explore::Over,
+    scope: &procroute_suite::explore::Scope,
+    over: &procroute_suite::explore::Over,
     save: Option<std::path::PathBuf>,
     format: Format,
 ) -> ExitCode {
-    use procroute::check::explore::explore_over;
+    use procroute_suite::explore::explore_over;
     let args = vec!["-c".to_owned(), cmd.to_owned()];
     let (report, started, s) = match explore_over("sh", &args, scope, over) {
         Ok(r) => r,
@@ -677,15 +677,15 @@ fn explore_impl(
         eprintln!("{summary}");
     }
     if let (Some(path), Some((case, _, violations))) = (save, &s.first) {
-        let file = procroute::check::conform::trace::TraceFile {
-            suite_version: procroute::SUITE_VERSION.to_owned(),
+        let file = procroute_suite::conform::trace::TraceFile {
+            suite_version: procroute_suite::SUITE_VERSION.to_owned(),
             id: case.id.clone(),
             rules: Vec::new(),
             note: format!(
                 "A shortest counterexample found by procroute explore --impl (depth {}).",
                 case.depth
             ),
-            found: Some(procroute::check::conform::trace::file::Found {
+            found: Some(procroute_suite::conform::trace::file::Found {
                 implementation: format!(
                     "{} {}",
                     started.implementation.name, started.implementation.version
@@ -695,8 +695,8 @@ fn explore_impl(
                 shrunk_from: None,
             }),
             trace: case.trace.clone(),
-            expect: procroute::check::conform::trace::file::Expect::observed(
-                &procroute::check::conform::trace::execute(&case.trace).unwrap_or_default(),
+            expect: procroute_suite::conform::trace::file::Expect::observed(
+                &procroute_suite::conform::trace::execute(&case.trace).unwrap_or_default(),
             ),
         };
         if let Err(e) = std::fs::write(&path, file.to_json()) {
@@ -720,14 +720,14 @@ fn explore_impl(
 /// `procroute explore`: the default scope to `depth`, a summary, and the
 /// shortest counterexample if there is one.
 fn explore(
-    scope: &procroute::check::explore::Scope,
+    scope: &procroute_suite::explore::Scope,
     seconds: Option<u64>,
     fault: Option<String>,
     save: Option<std::path::PathBuf>,
     config: &procroute::gateway::Config,
     format: Format,
 ) -> ExitCode {
-    use procroute::check::explore::explore;
+    use procroute_suite::explore::explore;
     use std::fmt::Write as _;
     // The human summary: stdout for text, stderr beside a report.
     let mut human = String::new();
@@ -745,25 +745,25 @@ fn explore(
         secs
     );
     if let Some((trace, violations)) = &s.counterexample {
-        let result = procroute::check::conform::trace::execute_with(trace, config.clone())
+        let result = procroute_suite::conform::trace::execute_with(trace, config.clone())
             .unwrap_or_default();
         let _ = writeln!(
             human,
             "\ncounterexample ({} ops before quiescence, a shortest one):\n{}",
             trace.ops.len()
-                - procroute::check::conform::trace::quiescence(trace.threads.len()).len(),
+                - procroute_suite::conform::trace::quiescence(trace.threads.len()).len(),
             conform::render::timeline_text(trace, &result)
         );
         for v in violations {
             let _ = writeln!(human, "  {}: {}", v.rule, v.detail);
         }
         if let Some(path) = save {
-            let file = procroute::check::conform::trace::TraceFile {
-                suite_version: procroute::SUITE_VERSION.to_owned(),
+            let file = procroute_suite::conform::trace::TraceFile {
+                suite_version: procroute_suite::SUITE_VERSION.to_owned(),
                 id: format!("explore/{}", fault.as_deref().unwrap_or("builtin")),
                 rules: Vec::new(),
                 note: "A shortest counterexample found by procroute explore.".into(),
-                found: Some(procroute::check::conform::trace::file::Found {
+                found: Some(procroute_suite::conform::trace::file::Found {
                     implementation: fault.as_deref().map_or("procroute (built-in)".into(), |f| {
                         format!("procroute harness --fault {f}")
                     }),
@@ -773,8 +773,8 @@ fn explore(
                 }),
                 trace: trace.clone(),
                 // What the built-in router, without a fault, reports.
-                expect: procroute::check::conform::trace::file::Expect::observed(
-                    &procroute::check::conform::trace::execute(trace).unwrap_or_default(),
+                expect: procroute_suite::conform::trace::file::Expect::observed(
+                    &procroute_suite::conform::trace::execute(trace).unwrap_or_default(),
                 ),
             };
             if let Err(e) = std::fs::write(&path, file.to_json()) {
@@ -793,7 +793,7 @@ fn explore(
         let outcome = match &s.counterexample {
             None => conform::Outcome::pass(id, &[]),
             Some((trace, violations)) => {
-                let result = procroute::check::conform::trace::execute_with(trace, config.clone())
+                let result = procroute_suite::conform::trace::execute_with(trace, config.clone())
                     .unwrap_or_default();
                 let note = format!("a shortest counterexample, {}", scope.describe());
                 conform::Outcome::check(
@@ -805,7 +805,7 @@ fn explore(
                 )
             }
         };
-        let report = conform::Report::new(procroute::SUITE_VERSION.to_owned(), vec![outcome]);
+        let report = conform::Report::new(procroute_suite::SUITE_VERSION.to_owned(), vec![outcome]);
         let who = fault
             .as_deref()
             .map_or("procroute (built-in, in-process)".into(), |f| {
@@ -846,7 +846,7 @@ fn replay(
     save: Option<Option<std::path::PathBuf>>,
     format: Format,
 ) -> ExitCode {
-    use procroute::check::conform::trace::TraceFile;
+    use procroute_suite::conform::trace::TraceFile;
     let json = format == Format::Json;
     let mut outcomes = Vec::new();
     let mut who = String::new();
@@ -931,7 +931,7 @@ fn replay(
                         for v in &r.violations {
                             out.push_str(&format!("  {}: {}\n", v.rule, v.detail));
                         }
-                        out.push_str(&procroute::check::model::judge::quotes(&r.violations));
+                        out.push_str(&procroute_suite::model::judge::quotes(&r.violations));
                     }
                     if !r.differences.is_empty() {
                         out.push_str(

@@ -105,7 +105,7 @@ pub fn same_files_in_batches(
     let threads: Vec<Origin> = traces::fixed_threads()
         .into_iter()
         .take(3)
-        .map(|r| Origin::try_from(r).expect("fixed threads are valid"))
+        .map(|r| procroute_suite::conform::trace::to_origin(&r).expect("fixed threads are valid"))
         .collect();
     let (cs, cj) = (config(Durability::Snapshots), config(Durability::Journal));
     let mut snap = Gateway::new(cs.clone());

@@ -1,15 +1,15 @@
 //! Shrinkable generators for the key tests (proptest and quickcheck).
 //!
-//! They draw from the same shapes as `procroute::check::gen` (real platform ids and
+//! They draw from the same shapes as `procroute_suite::gen` (real platform ids and
 //! nasty pieces) so the conformance laws and these tests explore the same
 //! space; here every value shrinks towards a short, still-valid id.
 #![allow(dead_code)]
 
 use proptest::prelude::*;
 
-use procroute::check::gen::{NASTY_PIECES, REAL_IDS};
 use procroute::key::{Policy, Profile};
 use procroute::origin::{ChatType, Field, Id, Origin, Platform, MAX_ID_BYTES};
+use procroute_suite::gen::{NASTY_PIECES, REAL_IDS};
 
 pub fn id_text() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -36,7 +36,7 @@ pub fn id(field: Field) -> impl Strategy<Value = Id> {
 
 pub fn origin() -> impl Strategy<Value = Origin> {
     (
-        proptest::sample::select(procroute::check::gen::PLATFORMS),
+        proptest::sample::select(procroute_suite::gen::PLATFORMS),
         proptest::sample::select(&ChatType::ALL[..]),
         id(Field::ChatId),
         proptest::option::of(id(Field::ThreadId)),
@@ -101,7 +101,7 @@ use quickcheck::Arbitrary;
 impl Arbitrary for QcOrigin {
     fn arbitrary(g: &mut quickcheck::Gen) -> QcOrigin {
         let platform = Platform::new(
-            *g.choose(procroute::check::gen::PLATFORMS)
+            *g.choose(procroute_suite::gen::PLATFORMS)
                 .expect("non-empty"),
         )
         .expect("valid");

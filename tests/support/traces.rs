@@ -4,18 +4,18 @@
 //! only internals can show (INV-8 after every tick), judge with the one
 //! judge. There is no op language, executor or judge here: ops are
 //! `TraceOp`, execution is `conform::trace::Execution`, the judge is
-//! `procroute::check::model::judge`.
+//! `procroute_suite::model::judge`.
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-use procroute::check::conform::render;
-use procroute::check::conform::trace::{
+use procroute::gateway::Config;
+use procroute_suite::conform::render;
+use procroute_suite::conform::trace::RawOrigin;
+use procroute_suite::conform::trace::{
     quiescence, well_formed_ops, Execution, Trace, TraceOp, TraceResult,
 };
-use procroute::check::model::judge::{judge, Violation};
-use procroute::gateway::Config;
-use procroute::origin::RawOrigin;
+use procroute_suite::model::judge::{judge, Violation};
 
 /// Process ids the strategies draw from: few, so ids are spawned again
 /// (second runs, from other threads) all the time.
@@ -62,7 +62,7 @@ pub fn fixed_threads() -> Vec<RawOrigin> {
 
 /// A family of related threads from the conformance generator.
 pub fn generated_threads(seed: u64) -> Vec<RawOrigin> {
-    procroute::check::conform::trace::generate_threads(&mut procroute::check::gen::Rng::new(seed))
+    procroute_suite::conform::trace::generate_threads(&mut procroute_suite::gen::Rng::new(seed))
 }
 
 fn process() -> impl Strategy<Value = String> {
