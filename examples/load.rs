@@ -1,4 +1,4 @@
-//! The load run (issue 22's figures, BENCHMARKS.md).
+//! The load run (STORE-7's cost, side by side: BENCHMARKS.md).
 //!
 //! `cargo run --release --example load` runs, side by side in one process,
 //! the default workload (1,000,000 events from 10,000 threads, group

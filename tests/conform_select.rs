@@ -54,7 +54,7 @@ fn known_failures_must_still_fail() {
     );
 }
 
-// --- known failures pinned to their violations (issue 36) ---------------
+// --- known failures pinned to their violations (PROTOCOL.md) ---------------
 
 use procroute_suite::conform::select::{check_pins, is_signature, parse_pins};
 

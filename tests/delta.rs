@@ -1,4 +1,4 @@
-//! Delta outputs (issue 22): a journaling gateway's records rebuild, at
+//! Delta outputs (STORE-7): a journaling gateway's records rebuild, at
 //! every step, byte for byte the files a snapshotting gateway has written,
 //! and both report the same thing. Generated traces (random ops and
 //! rule-reaching scenarios, restarts included: each side recovers from its

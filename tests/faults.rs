@@ -245,7 +245,7 @@ fn every_fault_of_the_bank_fails_the_property() {
     );
 }
 
-/// Exhaustive exploration (`procroute explore`, issue 21's first cut):
+/// Exhaustive exploration (`procroute explore`):
 /// every historical fault is found breadth first within depth 4 of the
 /// default scope, with a counterexample no longer than the stored one
 /// (`spec/vectors/traces/fault-*.json`, found by proptest and shrunk).
@@ -302,7 +302,7 @@ fn found_no_longer(
     (body(&trace), first, s.explored)
 }
 
-/// The counting rules' scopes (issue 21): a bug that needs a count to
+/// The counting rules' scopes (PROC-5, PROC-6, DELIVER-4): a bug that needs a count to
 /// reach one of SPEC's thresholds (the 3rd strike, the breaker's 16th
 /// event, a head's 6th failed attempt) is beyond the structural scopes'
 /// depth; the `strikes`, `storm` and `retries` scopes offer few kinds of

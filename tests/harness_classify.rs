@@ -1,6 +1,7 @@
 //! The real-gateway harnesses' `classify.py` re-derive the finding of every
 //! failing case after each run and fail the run when it differs from the
-//! known list (issue 36: a case whose derived finding changes fails the
+//! known list (TESTING.md, "Layers", harness classification: a case whose
+//! derived finding changes fails the
 //! run, not only one whose violations change). These tests feed each
 //! script a one-case report and a list, and watch it pass when they agree
 //! and fail, naming the case, when they do not. (Needs `python3`.)

@@ -271,3 +271,299 @@ fn the_judge_tags_no_rule_without_a_sentence() {
         "found only {seen} rule ids in the judge's source"
     );
 }
+
+// ------------------------------------------------------ no import circles
+
+/// The module a `.rs` file defines, as path components under its crate's
+/// `src/` (`lib.rs` is the root, `[]`; `a/mod.rs` is `[a]`).
+fn module_of(rel: &std::path::Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap_or_default();
+    let stem = last.trim_end_matches(".rs");
+    if stem != "mod" && stem != "lib" {
+        parts.push(stem.to_owned());
+    }
+    parts
+}
+
+/// Every `crate::…` path of `code` (comments removed), as its segments;
+/// `crate::{a::x, b}` gives `[a, x]` and `[b]`; `super::s::…` in a file of
+/// module `me` gives the sibling's full path.
+fn paths_named(code: &str, me: &[String]) -> Vec<Vec<String>> {
+    let ident = |s: &str| -> Vec<String> {
+        s.split("::")
+            .map(|p| {
+                p.trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect::<String>()
+            })
+            .take_while(|p| !p.is_empty())
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (prefix, base) in [
+        ("crate::", Vec::new()),
+        ("super::", {
+            let mut b = me.to_vec();
+            b.pop();
+            b
+        }),
+    ] {
+        let mut rest = code;
+        while let Some(at) = rest.find(prefix) {
+            let before = rest[..at].chars().last();
+            rest = &rest[at + prefix.len()..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+                continue;
+            }
+            let mut names = Vec::new();
+            if let Some(group) = rest.strip_prefix('{') {
+                let (mut depth, mut start) = (1, 0);
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        ',' if depth == 1 => {
+                            names.push(ident(&group[start..i]));
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        names.push(ident(&group[start..i]));
+                        break;
+                    }
+                }
+            } else {
+                names.push(ident(rest));
+            }
+            for n in names.into_iter().filter(|n| !n.is_empty()) {
+                out.push(base.iter().cloned().chain(n).collect());
+            }
+        }
+    }
+    out
+}
+
+/// A cycle in `edges`, if any, as the nodes around it.
+fn find_cycle(edges: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        edges: &std::collections::BTreeMap<String, BTreeSet<String>>,
+        state: &mut std::collections::BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(n.to_owned(), 1);
+        stack.push(n.to_owned());
+        for m in edges.get(n).into_iter().flatten() {
+            match state.get(m.as_str()).copied().unwrap_or(0) {
+                1 => {
+                    let from = stack.iter().position(|s| s == m).unwrap_or(0);
+                    let mut cycle = stack[from..].to_vec();
+                    cycle.push(m.clone());
+                    return Some(cycle);
+                }
+                0 => {
+                    if let Some(c) = visit(m, edges, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(n.to_owned(), 2);
+        None
+    }
+    let mut state = std::collections::BTreeMap::new();
+    for n in edges.keys() {
+        if state.get(n.as_str()).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(n, edges, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// Every import edge of one crate between sibling modules: for each module
+/// with children (the crate root included), which of its children names
+/// which other child (through `crate::` or `super::` paths, comments
+/// removed). A child naming its parent, or a parent its child, is not an
+/// edge (a module and its own submodules are one room).
+fn sibling_edges(
+    src: &std::path::Path,
+) -> std::collections::BTreeMap<Vec<String>, std::collections::BTreeMap<String, BTreeSet<String>>> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() && p.file_name().is_some_and(|n| n != "bin") {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files
+        .iter()
+        .map(|f| module_of(f.strip_prefix(src).expect("under src")))
+        .collect();
+    let mut graphs: std::collections::BTreeMap<_, std::collections::BTreeMap<_, BTreeSet<_>>> =
+        Default::default();
+    for f in &files {
+        let me = module_of(f.strip_prefix(src).expect("under src"));
+        let code: String = std::fs::read_to_string(f)
+            .expect("readable")
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n");
+        for path in paths_named(&code, &me) {
+            // The longest prefix of the path that is a module of the crate.
+            let target = (1..=path.len())
+                .rev()
+                .map(|n| path[..n].to_vec())
+                .find(|p| modules.contains(p));
+            let Some(target) = target else { continue };
+            let common = me.iter().zip(&target).take_while(|(a, b)| a == b).count();
+            if common >= me.len() || common >= target.len() {
+                continue; // itself, its parent or its child
+            }
+            graphs
+                .entry(me[..common].to_vec())
+                .or_default()
+                .entry(me[common].clone())
+                .or_default()
+                .insert(target[common].clone());
+        }
+    }
+    graphs
+}
+
+/// No import circles inside any crate of the workspace (ARCHITECTURE.md,
+/// "Crates"): among the modules of each crate root, and among the children
+/// of each module with children, no module reaches itself.
+#[test]
+fn no_import_circles_in_any_crate() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut circles = Vec::new();
+    let mut edges = 0;
+    for (krate, src) in [
+        ("procroute", "crates/procroute/src"),
+        ("procroute-model", "crates/procroute-model/src"),
+        ("procroute-suite", "src"),
+    ] {
+        for (parent, graph) in sibling_edges(&root.join(src)) {
+            edges += graph.values().map(BTreeSet::len).sum::<usize>();
+            if let Some(cycle) = find_cycle(&graph) {
+                let at = if parent.is_empty() {
+                    "the crate root".to_owned()
+                } else {
+                    parent.join("::")
+                };
+                circles.push(format!("{krate}, in {at}: {}", cycle.join(" -> ")));
+            }
+        }
+    }
+    assert!(
+        edges > 40,
+        "only {edges} import edges found: the scan is broken"
+    );
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n")
+    );
+}
+
+/// The circle finder finds circles (so the test above can fail).
+#[test]
+fn the_circle_finder_sees_a_circle() {
+    let dir = std::env::temp_dir().join(format!("procroute-circles-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("d")).expect("temp dir");
+    std::fs::write(dir.join("lib.rs"), "mod a; mod b; mod d;").expect("write");
+    std::fs::write(
+        dir.join("a.rs"),
+        "use crate::b::X; // crate::d::Y in a comment",
+    )
+    .expect("write");
+    std::fs::write(dir.join("b.rs"), "use crate::{c::Z, a::W};").expect("write");
+    std::fs::write(dir.join("d/mod.rs"), "mod e; mod f;").expect("write");
+    std::fs::write(dir.join("d/e.rs"), "use super::f::X;").expect("write");
+    std::fs::write(dir.join("d/f.rs"), "use crate::d::e::X; use crate::a::Q;").expect("write");
+    let graphs = sibling_edges(&dir);
+    std::fs::remove_dir_all(&dir).ok();
+    let top = &graphs[&Vec::<String>::new()];
+    assert!(find_cycle(top).is_some(), "a <-> b not seen: {top:?}");
+    assert!(!top["a"].contains("d"), "a comment counted: {top:?}");
+    assert!(top["d"].contains("a"), "d::f -> a not seen: {top:?}");
+    let d = &graphs[&vec!["d".to_owned()]];
+    assert_eq!(
+        find_cycle(d).map(|c| c.len()),
+        Some(3),
+        "e <-> f not seen: {d:?}"
+    );
+}
+
+/// Comments cite SPEC rule ids, never the tracker: an issue number means
+/// nothing to a reader of the crate (and "the issue's next step" stays in
+/// the code long after the step was taken).
+#[test]
+fn comments_cite_rules_not_the_tracker() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    for d in [
+        "src",
+        "crates",
+        "tests",
+        "benches",
+        "examples",
+        "fuzz/fuzz_targets",
+    ] {
+        walk(&root.join(d), &mut files);
+    }
+    let mut found = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (n, line) in text.lines().enumerate() {
+            let Some((_, comment)) = line.split_once("//") else {
+                continue;
+            };
+            let lower = comment.to_ascii_lowercase();
+            let mut rest = lower.as_str();
+            while let Some(at) = rest.find("issue ") {
+                rest = &rest[at + 6..];
+                if rest.starts_with(|c: char| c.is_ascii_digit()) {
+                    found.push(format!(
+                        "{}:{}: {}",
+                        f.strip_prefix(root).unwrap_or(f).display(),
+                        n + 1,
+                        line.trim()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(files.len() > 80, "only {} files scanned", files.len());
+    assert!(
+        found.is_empty(),
+        "comments citing the tracker:\n{}",
+        found.join("\n")
+    );
+}

@@ -3,8 +3,8 @@
 //! does occur without steering (so the checks below can fail).
 
 use procroute_suite::conform::constraint::Constraints;
-use procroute_suite::conform::steer::{Shape, Steering};
-use procroute_suite::conform::trace::twins::{collision, Collision};
+use procroute_suite::conform::trace::collide::{collision, Collision};
+use procroute_suite::conform::trace::steer::{Shape, Steering};
 use procroute_suite::conform::trace::{generate, generate_steered, Trace, TraceOp};
 
 const ALL: [Shape; 13] = [
@@ -152,7 +152,7 @@ fn without_steering_generation_is_unchanged() {
 
 #[test]
 fn lane_twins_of_every_shape_run_processes_beside_their_partner() {
-    // Issue 36, item 5: each collision shape the key vectors and the
+    // KEY-L1's collisions in traces: each collision shape the key vectors and the
     // dialect laws know appears in traces as two threads that both spawn.
     let mut seen = std::collections::BTreeMap::new();
     for seed in 0..1_000 {

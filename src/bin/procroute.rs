@@ -26,204 +26,22 @@ struct Cli {
 #[allow(clippy::large_enum_variant)]
 enum Command {
     /// Check the built-in implementation against every spec vector and law.
-    Conform {
-        /// A harness command (run with `sh -c`) speaking spec/PROTOCOL.md.
-        /// Without it, the built-in implementation is tested through the
-        /// same protocol (`procroute harness`).
-        #[arg(long = "impl", value_name = "CMD")]
-        implementation: Option<String>,
-        /// Per-request timeout for the harness.
-        #[arg(long, default_value_t = 10_000)]
-        timeout_ms: u64,
-        /// Seed for generated cases (a run is reproducible from its seed).
-        #[arg(long, default_value_t = 0x5EED)]
-        seed: u64,
-        /// Generated traces run through the harness and judged against the
-        /// reference model.
-        #[arg(long, default_value_t = 1000)]
-        cases: usize,
-        /// Generated origins per key law (built-in runs only).
-        #[arg(long, default_value_t = 2000)]
-        law_cases: usize,
-        /// Longest generated trace, in steps (before quiescence).
-        #[arg(long, default_value_t = 32)]
-        max_steps: usize,
-        /// Where failing traces are saved as trace files (default: the
-        /// `procroute/conform` folder of the system's temporary directory;
-        /// the report names every file).
-        #[arg(long, value_name = "DIR")]
-        save: Option<std::path::PathBuf>,
-        /// Write the first failing trace's swimlane timeline here (SVG).
-        #[arg(long)]
-        svg: Option<std::path::PathBuf>,
-        /// Validate every protocol message against spec/schema/protocol-v1.json.
-        #[arg(long)]
-        validate: bool,
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-        /// Run only cases whose stable id matches (repeatable; `*` globs).
-        #[arg(long)]
-        only: Vec<String>,
-        /// Skip cases whose stable id matches (repeatable; `*` globs).
-        #[arg(long)]
-        skip: Vec<String>,
-        /// Run shard I of N (`--shard 2/4`), split by a stable hash of ids.
-        #[arg(long)]
-        shard: Option<String>,
-        /// A file of case ids (or globs) that are expected to fail; they must
-        /// still fail, and the report says when one starts passing. A line
-        /// `ID  # FINDING SIG…` pins the case's violation signatures (a
-        /// change fails the run); `flaky` forgives a pass, `?SIG` a
-        /// violation that may come and go.
-        #[arg(long)]
-        known_failures: Option<std::path::PathBuf>,
-        /// Generated origins per key-dialect law family (KEY-L1..L4), for a
-        /// harness that lists `dialect_build` and `dialect_parse`.
-        #[arg(long, default_value_t = 300)]
-        dialect_cases: usize,
-        /// At most this many harness runs to shrink one failing trace.
-        #[arg(long, default_value_t = 500)]
-        shrink_runs: usize,
-        /// Fail unless every judged rule is exercised by at least this
-        /// percentage of the generated traces (from the model's view).
-        #[arg(long, default_value_t = 2.0)]
-        min_coverage: f64,
-        /// Shrink at most this many failing traces per broken rule (the
-        /// rest are reported as found).
-        #[arg(long, default_value_t = 3)]
-        max_shrunk: usize,
-        /// Harness processes that run the generated traces in parallel
-        /// (default: the available cores); the report is the same for any
-        /// number.
-        #[arg(long)]
-        jobs: Option<usize>,
-        /// Also write the report as JSON to this file, whatever `--format`
-        /// says (what `procroute report` reads).
-        #[arg(long, value_name = "FILE")]
-        json_out: Option<std::path::PathBuf>,
-        /// Ignore the harness's generation profile (PROTOCOL P-13): every
-        /// generated trace as the generator draws it, known findings and
-        /// all.
-        #[arg(long)]
-        unsteered: bool,
-    },
+    Conform(ConformArgs),
     /// Explore every trace of a small scope up to a depth, breadth first,
     /// on the built-in implementation, judging every reached state (the
     /// first counterexample is a shortest one).
-    Explore {
-        /// The declared scope: `default` (threads of one chat, restarts,
-        /// outages, shutdown), `data` (two users of a topic, ids with `:`
-        /// differing in case, bursts of output), `limits` (SPEC's numbers:
-        /// both sides of the cooldown, strikes, the retry schedule); the
-        /// counting scopes, few kinds of ops to reach SPEC's thresholds:
-        /// `strikes` (three strikes and a promotion), `retries` (a head's
-        /// six failed attempts, a second notification behind it), `storm`
-        /// (17 processes, the breaker's window and pause).
-        #[arg(long, default_value = "default", value_parser = clap::builder::PossibleValuesParser::new(procroute_suite::explore::Scope::NAMES))]
-        scope: String,
-        /// Operations per trace, before the quiescence suffix (default:
-        /// the scope's own, 5 for `default`).
-        #[arg(long)]
-        depth: Option<usize>,
-        /// Stop after this many seconds (the summary says how deep it got).
-        #[arg(long)]
-        seconds: Option<u64>,
-        /// Include agents' reads (PROC-10) in the scope.
-        #[arg(long)]
-        reads: bool,
-        /// Test builds only (feature `faults`): explore with one bug of the
-        /// bank switched on.
-        #[arg(long)]
-        fault: Option<String>,
-        /// Write the counterexample, if one is found, here as a trace file.
-        #[arg(long)]
-        save: Option<std::path::PathBuf>,
-        /// Explore through a harness command (run with `sh -c`) speaking
-        /// spec/PROTOCOL.md: the scope's distinct traces (on the built-in
-        /// reference, within the harness's declared constraints), level by
-        /// level, judged and reported like `conform`.
-        #[arg(long = "impl", value_name = "CMD")]
-        implementation: Option<String>,
-        /// With `--impl`: harness processes run in parallel (default: the
-        /// available cores).
-        #[arg(long)]
-        jobs: Option<usize>,
-        /// With `--impl`: per-request timeout.
-        #[arg(long, default_value_t = 10_000)]
-        timeout_ms: u64,
-        /// With `--impl`: run shard I of N (`--shard 2/4`) of every level,
-        /// split by a stable hash of the case ids (`explore/<depth>/<n>`).
-        #[arg(long)]
-        shard: Option<String>,
-        /// With `--impl`: run only cases whose id matches (`*` globs).
-        #[arg(long)]
-        only: Vec<String>,
-        /// With `--impl`: skip cases whose id matches (`*` globs).
-        #[arg(long)]
-        skip: Vec<String>,
-        /// With `--impl`: validate every message against the schema.
-        #[arg(long)]
-        validate: bool,
-        /// With `--impl`: go on after the first level with a failure.
-        #[arg(long)]
-        keep_going: bool,
-        /// The report's format (without `--impl`: one case for the whole
-        /// exploration, `explore/<scope>`; the summary goes to stderr).
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-    },
+    Explore(ExploreArgs),
     /// Run trace files (stored vectors or saved counterexamples) against a
     /// harness and print each judged timeline.
-    Replay {
-        /// Trace files (`spec/vectors/traces/*.json`, or what `conform`
-        /// saved).
-        #[arg(required = true, value_name = "FILE")]
-        files: Vec<std::path::PathBuf>,
-        /// A harness command (run with `sh -c`); without it, the built-in
-        /// implementation (`procroute harness`).
-        #[arg(long = "impl", value_name = "CMD")]
-        implementation: Option<String>,
-        #[arg(long, default_value_t = 10_000)]
-        timeout_ms: u64,
-        /// Validate every protocol message against the schema.
-        #[arg(long)]
-        validate: bool,
-        /// Also write each judged report as JSON, to DIR or (without DIR)
-        /// the `procroute/replay` folder of the system's temporary
-        /// directory; the path is printed.
-        #[arg(long, value_name = "DIR", num_args = 0..=1)]
-        save: Option<Option<std::path::PathBuf>>,
-        /// Print the reports as JSON instead of text (`--format json`).
-        #[arg(long)]
-        json: bool,
-        /// `text` (timelines), `json` (the judged reports) or `junit` (one
-        /// testcase per file).
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-    },
+    Replay(ReplayArgs),
     /// Build one self-contained HTML page from `conform` JSON reports
     /// (`--format json` or `--json-out`): an implementations × rules
     /// matrix, every failure with its rule's text, its counterexample drawn
     /// and its replay command, known failures linked to their findings.
-    Report {
-        /// `conform` JSON reports, one column each, in this order.
-        #[arg(required = true)]
-        reports: Vec<std::path::PathBuf>,
-        /// Write the page here (default: standard output).
-        #[arg(long, short)]
-        out: Option<std::path::PathBuf>,
-    },
+    Report(ReportArgs),
     /// Serve the harness protocol on stdin/stdout with the built-in
     /// implementation.
-    Harness {
-        /// Test builds only (feature `faults`): reintroduce one bug of the
-        /// bank (`--list-faults` names them).
-        #[arg(long)]
-        fault: Option<String>,
-        /// Print the bank's faults, one `name rule` per line, and exit.
-        #[arg(long)]
-        list_faults: bool,
-    },
+    Harness(HarnessArgs),
     /// Print generated origins × policies with both dialects' keys as JSON
     /// lines (the input of the hermes-agent differential check).
     KeysCorpus {
@@ -236,10 +54,216 @@ enum Command {
     /// Time procroute's key, parse and routing operations over a corpus
     /// (`keys-corpus` lines on stdin); prints JSON (median/min/max ns per
     /// call). The Rust side of spec/harnesses/hermes-agent/side_by_side.py.
-    Timeit {
-        #[arg(long, default_value_t = 15)]
-        rounds: usize,
-    },
+    Timeit(TimeitArgs),
+}
+
+/// The arguments of `procroute conform`.
+#[derive(clap::Args)]
+struct ConformArgs {
+    /// A harness command (run with `sh -c`) speaking spec/PROTOCOL.md.
+    /// Without it, the built-in implementation is tested through the
+    /// same protocol (`procroute harness`).
+    #[arg(long = "impl", value_name = "CMD")]
+    implementation: Option<String>,
+    /// Per-request timeout for the harness.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Seed for generated cases (a run is reproducible from its seed).
+    #[arg(long, default_value_t = 0x5EED)]
+    seed: u64,
+    /// Generated traces run through the harness and judged against the
+    /// reference model.
+    #[arg(long, default_value_t = 1000)]
+    cases: usize,
+    /// Generated origins per key law (built-in runs only).
+    #[arg(long, default_value_t = 2000)]
+    law_cases: usize,
+    /// Longest generated trace, in steps (before quiescence).
+    #[arg(long, default_value_t = 32)]
+    max_steps: usize,
+    /// Where failing traces are saved as trace files (default: the
+    /// `procroute/conform` folder of the system's temporary directory;
+    /// the report names every file).
+    #[arg(long, value_name = "DIR")]
+    save: Option<std::path::PathBuf>,
+    /// Write the first failing trace's swimlane timeline here (SVG).
+    #[arg(long)]
+    svg: Option<std::path::PathBuf>,
+    /// Validate every protocol message against spec/schema/protocol-v1.json.
+    #[arg(long)]
+    validate: bool,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Run only cases whose stable id matches (repeatable; `*` globs).
+    #[arg(long)]
+    only: Vec<String>,
+    /// Skip cases whose stable id matches (repeatable; `*` globs).
+    #[arg(long)]
+    skip: Vec<String>,
+    /// Run shard I of N (`--shard 2/4`), split by a stable hash of ids.
+    #[arg(long)]
+    shard: Option<String>,
+    /// A file of case ids (or globs) that are expected to fail; they must
+    /// still fail, and the report says when one starts passing. A line
+    /// `ID  # FINDING SIG…` pins the case's violation signatures (a
+    /// change fails the run); `flaky` forgives a pass, `?SIG` a
+    /// violation that may come and go.
+    #[arg(long)]
+    known_failures: Option<std::path::PathBuf>,
+    /// Generated origins per key-dialect law family (KEY-L1..L4), for a
+    /// harness that lists `dialect_build` and `dialect_parse`.
+    #[arg(long, default_value_t = 300)]
+    dialect_cases: usize,
+    /// At most this many harness runs to shrink one failing trace.
+    #[arg(long, default_value_t = 500)]
+    shrink_runs: usize,
+    /// Fail unless every judged rule is exercised by at least this
+    /// percentage of the generated traces (from the model's view).
+    #[arg(long, default_value_t = 2.0)]
+    min_coverage: f64,
+    /// Shrink at most this many failing traces per broken rule (the
+    /// rest are reported as found).
+    #[arg(long, default_value_t = 3)]
+    max_shrunk: usize,
+    /// Harness processes that run the generated traces in parallel
+    /// (default: the available cores); the report is the same for any
+    /// number.
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Also write the report as JSON to this file, whatever `--format`
+    /// says (what `procroute report` reads).
+    #[arg(long, value_name = "FILE")]
+    json_out: Option<std::path::PathBuf>,
+    /// Ignore the harness's generation profile (PROTOCOL P-13): every
+    /// generated trace as the generator draws it, known findings and
+    /// all.
+    #[arg(long)]
+    unsteered: bool,
+}
+
+/// The arguments of `procroute explore`.
+#[derive(clap::Args)]
+struct ExploreArgs {
+    /// The declared scope: `default` (threads of one chat, restarts,
+    /// outages, shutdown), `data` (two users of a topic, ids with `:`
+    /// differing in case, bursts of output), `limits` (SPEC's numbers:
+    /// both sides of the cooldown, strikes, the retry schedule); the
+    /// counting scopes, few kinds of ops to reach SPEC's thresholds:
+    /// `strikes` (three strikes and a promotion), `retries` (a head's
+    /// six failed attempts, a second notification behind it), `storm`
+    /// (17 processes, the breaker's window and pause).
+    #[arg(long, default_value = "default", value_parser = clap::builder::PossibleValuesParser::new(procroute_suite::explore::Scope::NAMES))]
+    scope: String,
+    /// Operations per trace, before the quiescence suffix (default:
+    /// the scope's own, 5 for `default`).
+    #[arg(long)]
+    depth: Option<usize>,
+    /// Stop after this many seconds (the summary says how deep it got).
+    #[arg(long)]
+    seconds: Option<u64>,
+    /// Include agents' reads (PROC-10) in the scope.
+    #[arg(long)]
+    reads: bool,
+    /// Test builds only (feature `faults`): explore with one bug of the
+    /// bank switched on.
+    #[arg(long)]
+    fault: Option<String>,
+    /// Write the counterexample, if one is found, here as a trace file.
+    #[arg(long)]
+    save: Option<std::path::PathBuf>,
+    /// Explore through a harness command (run with `sh -c`) speaking
+    /// spec/PROTOCOL.md: the scope's distinct traces (on the built-in
+    /// reference, within the harness's declared constraints), level by
+    /// level, judged and reported like `conform`.
+    #[arg(long = "impl", value_name = "CMD")]
+    implementation: Option<String>,
+    /// With `--impl`: harness processes run in parallel (default: the
+    /// available cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// With `--impl`: per-request timeout.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// With `--impl`: run shard I of N (`--shard 2/4`) of every level,
+    /// split by a stable hash of the case ids (`explore/<depth>/<n>`).
+    #[arg(long)]
+    shard: Option<String>,
+    /// With `--impl`: run only cases whose id matches (`*` globs).
+    #[arg(long)]
+    only: Vec<String>,
+    /// With `--impl`: skip cases whose id matches (`*` globs).
+    #[arg(long)]
+    skip: Vec<String>,
+    /// With `--impl`: validate every message against the schema.
+    #[arg(long)]
+    validate: bool,
+    /// With `--impl`: go on after the first level with a failure.
+    #[arg(long)]
+    keep_going: bool,
+    /// The report's format (without `--impl`: one case for the whole
+    /// exploration, `explore/<scope>`; the summary goes to stderr).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+/// The arguments of `procroute replay`.
+#[derive(clap::Args)]
+struct ReplayArgs {
+    /// Trace files (`spec/vectors/traces/*.json`, or what `conform`
+    /// saved).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<std::path::PathBuf>,
+    /// A harness command (run with `sh -c`); without it, the built-in
+    /// implementation (`procroute harness`).
+    #[arg(long = "impl", value_name = "CMD")]
+    implementation: Option<String>,
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Validate every protocol message against the schema.
+    #[arg(long)]
+    validate: bool,
+    /// Also write each judged report as JSON, to DIR or (without DIR)
+    /// the `procroute/replay` folder of the system's temporary
+    /// directory; the path is printed.
+    #[arg(long, value_name = "DIR", num_args = 0..=1)]
+    save: Option<Option<std::path::PathBuf>>,
+    /// Print the reports as JSON instead of text (`--format json`).
+    #[arg(long)]
+    json: bool,
+    /// `text` (timelines), `json` (the judged reports) or `junit` (one
+    /// testcase per file).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+/// The arguments of `procroute report`.
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// `conform` JSON reports, one column each, in this order.
+    #[arg(required = true)]
+    reports: Vec<std::path::PathBuf>,
+    /// Write the page here (default: standard output).
+    #[arg(long, short)]
+    out: Option<std::path::PathBuf>,
+}
+
+/// The arguments of `procroute harness`.
+#[derive(clap::Args)]
+struct HarnessArgs {
+    /// Test builds only (feature `faults`): reintroduce one bug of the
+    /// bank (`--list-faults` names them).
+    #[arg(long)]
+    fault: Option<String>,
+    /// Print the bank's faults, one `name rule` per line, and exit.
+    #[arg(long)]
+    list_faults: bool,
+}
+
+/// The arguments of `procroute timeit`.
+#[derive(clap::Args)]
+struct TimeitArgs {
+    #[arg(long, default_value_t = 15)]
+    rounds: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -252,237 +276,247 @@ enum Format {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Harness { fault, list_faults } => {
-            if list_faults {
-                #[cfg(feature = "faults")]
-                for f in procroute::fault::Fault::ALL {
-                    let _ = writeln!(io::stdout(), "{} {}", f.name(), f.rule());
-                }
-                return ExitCode::SUCCESS;
-            }
-            let config = match fault_config(fault) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("procroute harness: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let stdin = io::stdin();
-            match conform::harness::serve_with(stdin.lock(), io::stdout().lock(), config) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("procroute harness: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Command::Conform {
-            implementation,
-            timeout_ms,
-            seed,
-            cases,
-            law_cases,
-            max_steps,
-            save,
-            svg,
-            validate,
-            format,
-            only,
-            skip,
-            shard,
-            known_failures,
-            shrink_runs,
-            dialect_cases,
-            min_coverage,
-            max_shrunk,
-            jobs,
-            json_out,
-            unsteered,
-        } => {
-            let shard = match shard
-                .as_deref()
-                .map(conform::select::Selection::parse_shard)
-            {
-                Some(Err(e)) => {
-                    eprintln!("procroute: {e}");
-                    return ExitCode::from(2);
-                }
-                Some(Ok(s)) => Some(s),
-                None => None,
-            };
-            let known_text = match &known_failures {
-                Some(path) => match std::fs::read_to_string(path) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        eprintln!("procroute: --known-failures {}: {e}", path.display());
-                        return ExitCode::from(2);
-                    }
-                },
-                None => String::new(),
-            };
-            let known = conform::select::parse_known_failures(&known_text);
-            let selection = conform::select::Selection { only, skip, shard };
-            let (program, args, with_laws) = match &implementation {
-                Some(cmd) => ("sh".to_owned(), vec!["-c".to_owned(), cmd.clone()], false),
-                None => match std::env::current_exe() {
-                    Ok(exe) => (exe.display().to_string(), vec!["harness".to_owned()], true),
-                    Err(e) => {
-                        eprintln!("procroute: cannot find my own executable: {e}");
-                        return ExitCode::from(2);
-                    }
-                },
-            };
-            let timeout = std::time::Duration::from_millis(timeout_ms);
-            let (report, started, restarts) = match conform::run_protocol(
-                &program,
-                &args,
-                with_laws.then_some(Config {
-                    seed,
-                    cases: law_cases,
-                }),
-                timeout,
-                &selection,
-                &conform::runner::TraceRun {
-                    seed,
-                    cases,
-                    max_steps,
-                    save_dir: Some(
-                        save.unwrap_or_else(|| conform::runner::default_save_dir("conform")),
-                    ),
-                    max_shrink_runs: shrink_runs,
-                    max_shrunk,
-                    svg,
-                    validate,
-                    known: known.clone(),
-                    min_coverage,
-                    stored: true,
-                    jobs: jobs.unwrap_or_else(cores),
-                    unsteered,
-                },
-                conform::dialect::DialectRun {
-                    seed,
-                    cases: dialect_cases,
-                    jobs: jobs.unwrap_or_else(cores),
-                },
-            ) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("procroute: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let who = format!(
-                "{}{}",
-                over_protocol(&started),
-                if restarts > 0 {
-                    format!(", {restarts} harness restart(s)")
-                } else {
-                    String::new()
-                }
-            );
-            let mut report = report;
-            let mut now_passing =
-                conform::select::apply_known_failures(&mut report.outcomes, &known);
-            let pins = conform::select::parse_pins(&known_text);
-            let forgiven = conform::select::forgive_flaky(&mut now_passing, &pins);
-            let changed = conform::select::check_pins(&mut report.outcomes, &pins);
-            conform::select::tag_findings(
-                &mut report.outcomes,
-                &conform::select::parse_known_findings(&known_text),
-            );
-            report.implementation = Some(started.implementation.clone());
-            report.command = implementation.clone();
-            report.findings = known_failures
-                .as_ref()
-                .map(|k| k.with_file_name("FINDINGS.md"))
-                .filter(|f| f.is_file())
-                .map(|f| f.display().to_string());
-            if let Some(path) = &json_out {
-                let json = serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
-                if let Err(e) = std::fs::write(path, json) {
-                    eprintln!("procroute: --json-out {}: {e}", path.display());
-                    return ExitCode::from(2);
-                }
-            }
-            let text = match format {
-                Format::Text => report.render_text(&who),
-                Format::Markdown => report.render_markdown(&who),
-                Format::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
-                Format::Junit => {
-                    conform::junit::render("procroute conform", &who, &report.outcomes)
-                }
-            };
-            // A closed pipe (`| head`) is not an error worth a panic.
-            let _ = io::stdout().write_all(text.as_bytes());
-            for id in &now_passing {
-                eprintln!("procroute: known failure {id} now passes: remove it from the list");
-            }
-            for why in changed.iter().chain(&forgiven) {
-                eprintln!("procroute: {why}");
-            }
-            if report.unexpected() == 0 && now_passing.is_empty() {
-                ExitCode::SUCCESS
-            } else {
+    match Cli::parse().command {
+        Command::Explore(args) => explore_cmd(args),
+        Command::Harness(args) => harness_cmd(args),
+        Command::Conform(args) => conform_cmd(args),
+        Command::Report(args) => report_cmd(args),
+        Command::Replay(args) => replay_cmd(args),
+        Command::Timeit(args) => timeit_cmd(args),
+        Command::KeysCorpus { seed, cases } => match keys_corpus(seed, cases) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("procroute: writing corpus: {e}");
                 ExitCode::FAILURE
             }
+        },
+    }
+}
+
+fn harness_cmd(args: HarnessArgs) -> ExitCode {
+    let HarnessArgs { fault, list_faults } = args;
+    if list_faults {
+        #[cfg(feature = "faults")]
+        for f in procroute::fault::Fault::ALL {
+            let _ = writeln!(io::stdout(), "{} {}", f.name(), f.rule());
         }
-        Command::Report { reports, out } => {
-            let mut inputs = Vec::new();
-            for path in &reports {
-                match conform::html::Input::read(path) {
-                    Ok(i) => inputs.push(i),
-                    Err(e) => {
-                        eprintln!("procroute report: {e}");
-                        return ExitCode::from(2);
-                    }
-                }
-            }
-            let page = conform::html::render(&inputs);
-            match out {
-                Some(path) => {
-                    if let Err(e) = std::fs::write(&path, page) {
-                        eprintln!("procroute report: {}: {e}", path.display());
-                        return ExitCode::from(2);
-                    }
-                    for i in &inputs {
-                        if let (Some(f), None) = (&i.report.findings, &i.findings) {
-                            eprintln!(
-                                "procroute report: {}: cannot read its findings {f}",
-                                i.label
-                            );
-                        }
-                    }
-                    eprintln!(
-                        "procroute report: wrote {} ({} implementations)",
-                        path.display(),
-                        inputs.len()
-                    );
-                }
-                None => {
-                    let _ = io::stdout().write_all(page.as_bytes());
-                }
-            }
-            ExitCode::SUCCESS
+        return ExitCode::SUCCESS;
+    }
+    let config = match fault_config(fault) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("procroute harness: {e}");
+            return ExitCode::from(2);
         }
-        Command::Replay {
-            files,
-            implementation,
-            timeout_ms,
-            validate,
-            save,
-            json,
-            format,
-        } => {
-            let format = if json { Format::Json } else { format };
-            if format == Format::Markdown {
-                eprintln!("procroute replay: --format markdown: use text, json or junit");
+    };
+    let stdin = io::stdin();
+    match conform::harness::serve_with(stdin.lock(), io::stdout().lock(), config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("procroute harness: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn conform_cmd(args: ConformArgs) -> ExitCode {
+    match conform_run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("procroute: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `procroute conform`: the run, then the known failures applied, the
+/// report written and printed. `Err` is a usage or I/O problem (exit 2).
+fn conform_run(a: ConformArgs) -> Result<ExitCode, String> {
+    let shard = a
+        .shard
+        .as_deref()
+        .map(conform::select::Selection::parse_shard)
+        .transpose()?;
+    let known_text = match &a.known_failures {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("--known-failures {}: {e}", path.display()))?,
+        None => String::new(),
+    };
+    let known = conform::select::parse_known_failures(&known_text);
+    let selection = conform::select::Selection {
+        only: a.only,
+        skip: a.skip,
+        shard,
+    };
+    let (program, argv, with_laws) = match &a.implementation {
+        Some(cmd) => ("sh".to_owned(), vec!["-c".to_owned(), cmd.clone()], false),
+        None => {
+            let exe = std::env::current_exe()
+                .map_err(|e| format!("cannot find my own executable: {e}"))?;
+            (exe.display().to_string(), vec!["harness".to_owned()], true)
+        }
+    };
+    let jobs = a.jobs.unwrap_or_else(cores);
+    let (mut report, started, restarts) = conform::run_protocol(
+        &program,
+        &argv,
+        with_laws.then_some(Config {
+            seed: a.seed,
+            cases: a.law_cases,
+        }),
+        std::time::Duration::from_millis(a.timeout_ms),
+        &selection,
+        &conform::runner::TraceRun {
+            seed: a.seed,
+            cases: a.cases,
+            max_steps: a.max_steps,
+            save_dir: Some(
+                a.save
+                    .unwrap_or_else(|| conform::runner::default_save_dir("conform")),
+            ),
+            max_shrink_runs: a.shrink_runs,
+            max_shrunk: a.max_shrunk,
+            svg: a.svg,
+            validate: a.validate,
+            known: known.clone(),
+            min_coverage: a.min_coverage,
+            stored: true,
+            jobs,
+            unsteered: a.unsteered,
+        },
+        conform::dialect::DialectRun {
+            seed: a.seed,
+            cases: a.dialect_cases,
+            jobs,
+        },
+    )?;
+    let restarted = if restarts > 0 {
+        format!(", {restarts} harness restart(s)")
+    } else {
+        String::new()
+    };
+    let who = format!("{}{restarted}", over_protocol(&started));
+    let mut now_passing = conform::select::apply_known_failures(&mut report.outcomes, &known);
+    let pins = conform::select::parse_pins(&known_text);
+    let forgiven = conform::select::forgive_flaky(&mut now_passing, &pins);
+    let changed = conform::select::check_pins(&mut report.outcomes, &pins);
+    conform::select::tag_findings(
+        &mut report.outcomes,
+        &conform::select::parse_known_findings(&known_text),
+    );
+    report.implementation = Some(started.implementation.clone());
+    report.command = a.implementation.clone();
+    report.findings = a
+        .known_failures
+        .as_ref()
+        .map(|k| k.with_file_name("FINDINGS.md"))
+        .filter(|f| f.is_file())
+        .map(|f| f.display().to_string());
+    if let Some(path) = &a.json_out {
+        let json = serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
+        std::fs::write(path, json).map_err(|e| format!("--json-out {}: {e}", path.display()))?;
+    }
+    let text = match a.format {
+        Format::Text => report.render_text(&who),
+        Format::Markdown => report.render_markdown(&who),
+        Format::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
+        Format::Junit => conform::junit::render("procroute conform", &who, &report.outcomes),
+    };
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = io::stdout().write_all(text.as_bytes());
+    for id in &now_passing {
+        eprintln!("procroute: known failure {id} now passes: remove it from the list");
+    }
+    for why in changed.iter().chain(&forgiven) {
+        eprintln!("procroute: {why}");
+    }
+    Ok(if report.unexpected() == 0 && now_passing.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn report_cmd(args: ReportArgs) -> ExitCode {
+    let ReportArgs { reports, out } = args;
+    let mut inputs = Vec::new();
+    for path in &reports {
+        match conform::html::Input::read(path) {
+            Ok(i) => inputs.push(i),
+            Err(e) => {
+                eprintln!("procroute report: {e}");
                 return ExitCode::from(2);
             }
-            replay(&files, implementation, timeout_ms, validate, save, format)
         }
-        Command::Explore {
+    }
+    let page = conform::html::render(&inputs);
+    match out {
+        Some(path) => {
+            if let Err(e) = std::fs::write(&path, page) {
+                eprintln!("procroute report: {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+            for i in &inputs {
+                if let (Some(f), None) = (&i.report.findings, &i.findings) {
+                    eprintln!(
+                        "procroute report: {}: cannot read its findings {f}",
+                        i.label
+                    );
+                }
+            }
+            eprintln!(
+                "procroute report: wrote {} ({} implementations)",
+                path.display(),
+                inputs.len()
+            );
+        }
+        None => {
+            let _ = io::stdout().write_all(page.as_bytes());
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn replay_cmd(args: ReplayArgs) -> ExitCode {
+    let ReplayArgs {
+        files,
+        implementation,
+        timeout_ms,
+        validate,
+        save,
+        json,
+        format,
+    } = args;
+    let format = if json { Format::Json } else { format };
+    if format == Format::Markdown {
+        eprintln!("procroute replay: --format markdown: use text, json or junit");
+        return ExitCode::from(2);
+    }
+    replay(&files, implementation, timeout_ms, validate, save, format)
+}
+
+fn timeit_cmd(args: TimeitArgs) -> ExitCode {
+    let TimeitArgs { rounds } = args;
+    let mut corpus = String::new();
+    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut corpus) {
+        eprintln!("procroute: reading the corpus: {e}");
+        return ExitCode::from(2);
+    }
+    match procroute_suite::timing::run(&corpus, rounds.max(1)) {
+        Ok(v) => {
+            println!("{v}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("procroute: corpus {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn explore_cmd(args: ExploreArgs) -> ExitCode {
+    match args {
+        ExploreArgs {
             scope,
             depth,
             seconds,
@@ -525,7 +559,7 @@ fn main() -> ExitCode {
             };
             explore_impl(&cmd, &scope_of(&scope, depth, reads), &over, save, format)
         }
-        Command::Explore {
+        ExploreArgs {
             scope,
             depth,
             seconds,
@@ -551,30 +585,6 @@ fn main() -> ExitCode {
                 format,
             )
         }
-        Command::Timeit { rounds } => {
-            let mut corpus = String::new();
-            if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut corpus) {
-                eprintln!("procroute: reading the corpus: {e}");
-                return ExitCode::from(2);
-            }
-            match procroute_suite::timing::run(&corpus, rounds.max(1)) {
-                Ok(v) => {
-                    println!("{v}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("procroute: corpus {e}");
-                    ExitCode::from(2)
-                }
-            }
-        }
-        Command::KeysCorpus { seed, cases } => match keys_corpus(seed, cases) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("procroute: writing corpus: {e}");
-                ExitCode::FAILURE
-            }
-        },
     }
 }
 

@@ -13,8 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::trace::{well_formed_ops, Trace, TraceOp};
-use crate::conform::trace::RawOrigin;
+use crate::model::trace::{well_formed_ops, RawOrigin, Trace, TraceOp};
 
 /// Longest character-set spec, and most constraints, a handshake may hold.
 pub const MAX_SET_BYTES: usize = 256;

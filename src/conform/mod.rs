@@ -16,7 +16,6 @@ pub mod report;
 pub mod runner;
 pub mod schema;
 pub mod select;
-pub mod steer;
 pub mod trace;
 pub mod vectors;
 

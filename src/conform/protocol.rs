@@ -76,7 +76,7 @@ pub struct Started {
     /// The generation profile (P-13): input shapes that trigger known
     /// findings, each kept to a share of the generated traces.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub steer: Vec<super::steer::Steer>,
+    pub steer: Vec<super::trace::steer::Steer>,
     /// The delivery tick (P-14, DELIVER-1's tick interval) in ms of the
     /// trace clock: the implementation sends notifications on a timer of
     /// this period rather than during the operation they became sendable.
@@ -160,8 +160,8 @@ impl Started {
     }
 
     /// The declared generation profile (P-13), checked.
-    pub fn profile(&self) -> Result<super::steer::Profile, String> {
-        super::steer::Profile::new(&self.steer)
+    pub fn profile(&self) -> Result<super::trace::steer::Profile, String> {
+        super::trace::steer::Profile::new(&self.steer)
     }
 
     /// The policies the dialect laws run under, in name order; `None` as

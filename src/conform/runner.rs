@@ -804,7 +804,7 @@ pub fn run_traces_covered(
         crate::model::judge::judge_declared(t, r, &declared)
     };
     let profile = if cfg.unsteered {
-        super::steer::Profile::default()
+        super::trace::steer::Profile::default()
     } else {
         started.profile()?
     };

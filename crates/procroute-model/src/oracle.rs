@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::trace::{Kind, Place};
 use crate::trace::{Trace, TraceOp};
 
 /// The spec's numbers (PROC-4..PROC-7, DELIVER-4), typed in from SPEC.md.
@@ -66,54 +67,6 @@ pub mod spec {
     pub const PATTERN_BYTES: usize = 256;
     /// DELIVER-7 (unreachable by generated traces; stated for completeness).
     pub const QUEUE_MAX: usize = 1_000_000;
-}
-
-/// A thread as the protocol names a destination: four plain strings.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Place {
-    /// The platform token.
-    pub platform: String,
-    /// The chat type.
-    pub chat_type: String,
-    /// The chat's id.
-    pub chat_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    /// The thread, if the place is one.
-    pub thread_id: Option<String>,
-}
-
-impl std::fmt::Display for Place {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The protocol's own shape (P-8), so a report reads like the JSON
-        // the harness sent.
-        f.write_str(&serde_json::to_string(self).unwrap_or_default())
-    }
-}
-
-/// What a notification is (TEXT-1), typed: nobody reads it from the text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// Output matched a watch pattern.
-    WatchMatch,
-    /// Watching was switched off by strikes.
-    WatchDisabled,
-    /// The process ended.
-    Completion,
-    /// The gateway is going down.
-    Shutdown,
-}
-
-impl Kind {
-    /// The protocol's name for it (`watch_match`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::WatchMatch => "watch_match",
-            Kind::WatchDisabled => "watch_disabled",
-            Kind::Completion => "completion",
-            Kind::Shutdown => "shutdown",
-        }
-    }
 }
 
 /// Why a completion is owed.

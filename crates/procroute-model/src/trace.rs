@@ -10,8 +10,6 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::oracle::{Kind, Place};
-
 /// A thread as a trace names it: the wire shape of an origin (ORIGIN-1..6),
 /// unvalidated, as JSON carries it. The model's own type: it shares nothing
 /// with the router's origin, whose validation an implementation under test
@@ -270,4 +268,52 @@ pub fn well_formed_ops(ops: Vec<TraceOp>) -> Vec<TraceOp> {
         out.push(op);
     }
     out
+}
+
+/// A thread as the protocol names a destination: four plain strings.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Place {
+    /// The platform token.
+    pub platform: String,
+    /// The chat type.
+    pub chat_type: String,
+    /// The chat's id.
+    pub chat_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The thread, if the place is one.
+    pub thread_id: Option<String>,
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The protocol's own shape (P-8), so a report reads like the JSON
+        // the harness sent.
+        f.write_str(&serde_json::to_string(self).unwrap_or_default())
+    }
+}
+
+/// What a notification is (TEXT-1), typed: nobody reads it from the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Output matched a watch pattern.
+    WatchMatch,
+    /// Watching was switched off by strikes.
+    WatchDisabled,
+    /// The process ended.
+    Completion,
+    /// The gateway is going down.
+    Shutdown,
+}
+
+impl Kind {
+    /// The protocol's name for it (`watch_match`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::WatchMatch => "watch_match",
+            Kind::WatchDisabled => "watch_disabled",
+            Kind::Completion => "completion",
+            Kind::Shutdown => "shutdown",
+        }
+    }
 }

@@ -202,7 +202,7 @@ pub struct DeliveryEngine {
     fault: Switch,
     /// What changed since the last [`DeliveryEngine::take_changes`], when
     /// the gateway keeps a journal (`None`: not tracked).
-    changes: Option<crate::delta::Changes<Untaken>>,
+    changes: Option<crate::changes::Changes<Untaken>>,
 }
 
 /// Changes not yet taken: the threads whose queue changed, and the
@@ -268,7 +268,7 @@ impl DeliveryEngine {
     /// [`DeliveryEngine::take_changes`] (a journaling gateway). `full`: the
     /// next take is the whole image.
     pub fn track_changes(&mut self, full: bool) {
-        self.changes = Some(crate::delta::Changes::new(full));
+        self.changes = Some(crate::changes::Changes::new(full));
     }
 
     fn queue_changed(&mut self, d: &Destination) {

@@ -1,4 +1,4 @@
-//! Delta outputs (issue 22): what changed in the durable state, as
+//! Delta outputs (STORE-7): what changed in the durable state, as
 //! records a backend appends, instead of whole-file snapshots.
 //!
 //! Pure. A journaling [`crate::gateway::Gateway`]
@@ -22,8 +22,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::delivery::{DeliveryEngine, DeliveryLimits, DeliveryRecord};
-use crate::gateway::FileKind;
-use crate::persist::FileProblem;
+use crate::persist::{FileKind, FileProblem};
 use crate::registry::{Limits, Registry, RegistryRecord};
 use crate::store::{SessionStore, StoreRecord, DEFAULT_MAX_LANES};
 
@@ -38,23 +37,6 @@ pub enum Durability {
     /// (`driver::journal`): the cost of the change. The default.
     #[default]
     Journal,
-}
-
-/// A component's changes not yet taken; `full` when the next take must
-/// be the whole image.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Changes<T> {
-    pub(crate) set: T,
-    pub(crate) full: bool,
-}
-
-impl<T: Default> Changes<T> {
-    pub(crate) fn new(full: bool) -> Changes<T> {
-        Changes {
-            set: T::default(),
-            full,
-        }
-    }
 }
 
 /// One change to the durable state. Externally tagged (`{"store": …}`):

@@ -160,18 +160,10 @@ impl Fault {
 pub struct Switch(#[cfg(feature = "faults")] Option<Fault>);
 
 impl Switch {
-    /// The fault the gateway's config switches on (always off without the
-    /// feature `faults`).
-    pub fn of(config: &crate::gateway::Config) -> Switch {
-        #[cfg(feature = "faults")]
-        {
-            Switch(config.fault)
-        }
-        #[cfg(not(feature = "faults"))]
-        {
-            let _ = config;
-            Switch()
-        }
+    /// A switch with `fault` on (feature `faults`).
+    #[cfg(feature = "faults")]
+    pub fn new(fault: Option<Fault>) -> Switch {
+        Switch(fault)
     }
 
     /// Whether `fault` is the one switched on (use `fault_on!`, which

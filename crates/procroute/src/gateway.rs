@@ -33,7 +33,7 @@ pub struct Config {
     pub limits: Limits,
     /// The delivery engine's limits.
     pub delivery: DeliveryLimits,
-    /// Whole-file snapshots or journal records (issue 22).
+    /// Whole-file snapshots or journal records (STORE-4, STORE-7).
     pub durability: Durability,
     /// Test-only fault switch (feature `faults`).
     #[cfg(feature = "faults")]
@@ -121,17 +121,7 @@ pub enum Effect {
     Halt,
 }
 
-/// Which durable file an output's bytes belong to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FileKind {
-    /// The session store (`store.json`).
-    Store,
-    /// The process registry's checkpoint (`checkpoint.json`).
-    Checkpoint,
-    /// The delivery log (`delivery.json`).
-    Delivery,
-}
+pub use crate::persist::FileKind;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "output", rename_all = "snake_case")]
@@ -268,7 +258,7 @@ impl Gateway {
 
     /// Hands the test-only fault switch (feature `faults`) to the parts.
     fn with_fault_switch(mut self) -> Gateway {
-        let f = fault::Switch::of(&self.config);
+        let f = switch(&self.config);
         self.registry.set_fault(f);
         self.delivery.set_fault(f);
         self
@@ -276,21 +266,21 @@ impl Gateway {
 
     /// Test-only: what a faulty renderer would have made of a text.
     fn faulty_text(&self, mut text: String) -> String {
-        if fault_on!(fault::Switch::of(&self.config), SuppressedNotShown) {
+        if fault_on!(switch(&self.config), SuppressedNotShown) {
             if let Some(i) = text.rfind("\n(") {
                 if text[i..].contains("suppressed") {
                     text.truncate(i);
                 }
             }
         }
-        if fault_on!(fault::Switch::of(&self.config), PatternNotNamed) {
+        if fault_on!(switch(&self.config), PatternNotNamed) {
             if let (Some(a), Some(b)) = (text.find("watch pattern \""), text.find("\"]")) {
                 if a < b {
                     text.replace_range(a + "watch pattern".len()..b + 1, "");
                 }
             }
         }
-        if fault_on!(fault::Switch::of(&self.config), RawControlChars) {
+        if fault_on!(switch(&self.config), RawControlChars) {
             let mut out = String::new();
             let mut rest = text.as_str();
             while let Some(i) = rest.find("\\u{") {
@@ -330,7 +320,7 @@ impl Gateway {
         alive: impl FnMut(RunId, &SpawnRequest) -> bool,
     ) -> Result<(Gateway, Vec<Output>), (FileKind, FileProblem)> {
         let mut g = Gateway::untracked(config.clone());
-        let switch = fault::Switch::of(&config);
+        let faults = switch(&config);
         let journal = config.durability == Durability::Journal;
         if let Some(b) = store {
             g.store =
@@ -339,7 +329,7 @@ impl Gateway {
         if let Some(b) = delivery {
             g.delivery = DeliveryEngine::decode(b, config.delivery.clone())
                 .map_err(|e| (FileKind::Delivery, e))?;
-            g.delivery.set_fault(switch);
+            g.delivery.set_fault(faults);
         }
         if journal {
             // The store and the delivery log are exactly their images;
@@ -376,11 +366,11 @@ impl Gateway {
             let (reg, lost) = Registry::restore(b, config.limits.clone(), now_ms, &log, alive)
                 .map_err(|e| (FileKind::Checkpoint, e))?;
             g.registry = reg;
-            g.registry.set_fault(switch);
+            g.registry.set_fault(faults);
             if journal {
                 g.registry.track_changes(true);
             }
-            let lost = if fault_on!(fault::Switch::of(&g.config), NoLostCompletion) {
+            let lost = if fault_on!(switch(&g.config), NoLostCompletion) {
                 out.push(g.persist(FileKind::Checkpoint));
                 Vec::new()
             } else {
@@ -557,7 +547,7 @@ impl Gateway {
 
     fn observe(&mut self, origin: &Origin, now_ms: u64, out: &mut Vec<Output>) -> Option<Lane> {
         let folded;
-        let origin = if fault_on!(fault::Switch::of(&self.config), CaseFoldedLanes) {
+        let origin = if fault_on!(switch(&self.config), CaseFoldedLanes) {
             folded = fold_case(origin);
             &folded
         } else {
@@ -616,170 +606,217 @@ impl Gateway {
     /// Applies one input at time `now_ms`.
     pub fn handle(&mut self, now_ms: u64, input: Input) -> Vec<Output> {
         let mut out = Vec::new();
-        match input {
+        let after = match input {
             Input::Message { origin } => {
                 self.observe(&origin, now_ms, &mut out);
+                After::Flush
             }
-            Input::TurnStarted { origin } => {
-                self.observe(&origin, now_ms, &mut out);
-                self.delivery.turn_started(&Destination::of(&origin));
-                #[cfg(feature = "faults")]
-                {
-                    self.memo.foreground = Some(Destination::of(&origin));
-                }
-            }
-            Input::TurnEnded { origin } => {
-                self.delivery.turn_ended(&Destination::of(&origin));
-                #[cfg(feature = "faults")]
-                if fault_on!(fault::Switch::of(&self.config), ResendOnTurnEnd) {
-                    if let Some(n) = self.memo.last_sent.get(&Destination::of(&origin)) {
-                        out.push(Output::Send(n.clone()));
-                    }
-                }
-                if fault_on!(fault::Switch::of(&self.config), TurnEndDoesNotFlush) {
-                    return out;
-                }
-                if fault_on!(fault::Switch::of(&self.config), DeliveryOnlyAtTurnEnd) {
-                    self.flush_now(now_ms, &mut out);
-                    return out;
-                }
-            }
-            Input::Reset { origin } => {
-                if let Some(lane) = self.observe(&origin, now_ms, &mut out) {
-                    if self.store.reset(&lane, now_ms).is_ok() {
-                        out.push(self.persist(FileKind::Store));
-                    }
-                }
-            }
+            Input::TurnStarted { origin } => self.turn_started(&origin, now_ms, &mut out),
+            Input::TurnEnded { origin } => self.turn_ended(&origin, now_ms, &mut out),
+            Input::Reset { origin } => self.reset(&origin, now_ms, &mut out),
             Input::Spawn {
                 origin,
                 process_id,
                 command,
                 watch_patterns,
                 notify_on_exit,
-            } => {
-                let lane = if fault_on!(fault::Switch::of(&self.config), GroupThreadFromKeyOnMiss) {
-                    Lane::of(&origin, &self.config.policy)
-                } else {
-                    let Some(lane) = self.observe(&origin, now_ms, &mut out) else {
-                        return out;
+            } => match self.spawn_lane(&origin, now_ms, &mut out) {
+                Some(lane) => {
+                    let req = SpawnRequest {
+                        process_id,
+                        origin,
+                        lane,
+                        command,
+                        watch_patterns,
+                        notify_on_exit,
                     };
-                    lane
-                };
-                let early_checkpoint =
-                    fault_on!(fault::Switch::of(&self.config), CheckpointBeforeRouting)
-                        .then(|| self.persist(FileKind::Checkpoint));
-                let req = SpawnRequest {
-                    process_id,
-                    origin,
-                    lane: lane.clone(),
-                    command,
-                    watch_patterns,
-                    notify_on_exit,
-                };
-                match self.registry.spawn(req, now_ms) {
-                    Ok(run) => {
-                        // Checkpoint with routing before anyone learns the
-                        // run id (PROC-8).
-                        out.push(
-                            early_checkpoint.unwrap_or_else(|| self.persist(FileKind::Checkpoint)),
-                        );
-                        out.push(Output::Spawned { run, lane });
-                    }
-                    Err(e) => out.push(Output::Rejected {
-                        reason: e.to_string(),
-                    }),
+                    self.spawn(req, now_ms, &mut out)
                 }
-            }
-            Input::Output { run, chunk } => {
-                #[cfg(feature = "faults")]
-                if fault_on!(fault::Switch::of(&self.config), ShutdownQuotesOutput) {
-                    self.memo.last_output = chunk.lines().last().unwrap_or("").to_owned();
-                }
-                match self.registry.output(run, &chunk, now_ms) {
-                    Ok(events) => self.route_all(events, now_ms, &mut out),
-                    Err(e) => out.push(Output::Rejected {
-                        reason: e.to_string(),
-                    }),
-                }
-            }
-            Input::Finished { run, completion } => {
-                match self.registry.finish(run, completion, now_ms) {
-                    Ok(events) if events.is_empty() => {
-                        // Nothing to tell anyone: the run just leaves.
-                        out.push(self.persist(FileKind::Checkpoint));
-                    }
-                    Ok(events) => self.route_all(events, now_ms, &mut out),
-                    Err(e) => out.push(Output::Rejected {
-                        reason: e.to_string(),
-                    }),
-                }
-            }
-            Input::Tick => {
-                if fault_on!(fault::Switch::of(&self.config), IdleTickNoFlush) {
-                    return out;
-                }
-            }
-            Input::Sent { id, error } => {
-                let ok = error.is_none();
-                let unconfirmed = fault_on!(fault::Switch::of(&self.config), ShutdownUnconfirmed)
-                    && matches!(id, NotificationId::Shutdown { .. });
-                let error = if fault_on!(fault::Switch::of(&self.config), AdapterFailureDrops)
-                    || unconfirmed
-                {
-                    None // pretend it worked: the notification is gone
-                } else {
-                    error
-                };
-                self.delivery.ack(id, error.map_or(Ok(()), Err), now_ms);
-                if ok && self.shutdown_ids.remove(&id) && self.delivery.was_delivered(&id) {
-                    self.stats.shutdown_notices_sent += 1;
-                }
-                if !(ok && fault_on!(fault::Switch::of(&self.config), AckNotPersisted)) {
-                    out.push(self.persist(FileKind::Delivery));
-                }
-            }
-            Input::Shutdown => {
-                self.shutdown_epoch += 1;
-                let mut threads: Vec<Destination> = self
-                    .store
-                    .lanes()
-                    .map(|(_, e)| Destination::of(&e.origin))
-                    .collect();
-                threads.sort();
-                if !fault_on!(fault::Switch::of(&self.config), ShutdownPerLane) {
-                    threads.dedup();
-                }
-                for (index, destination) in threads.into_iter().enumerate() {
-                    let mut text = text::shutdown_notice();
-                    #[cfg(feature = "faults")]
-                    if fault_on!(fault::Switch::of(&self.config), ShutdownQuotesOutput)
-                        && !self.memo.last_output.is_empty()
-                    {
-                        text.push_str(&format!(" Last output: {}", self.memo.last_output));
-                    }
-                    if fault_on!(fault::Switch::of(&self.config), ShutdownTextVaries) {
-                        text.push_str(&format!(" ({})", destination.chat_id.as_str()));
-                    }
-                    let id = NotificationId::Shutdown {
-                        epoch: self.shutdown_epoch,
-                        index: index as u32,
-                    };
-                    let n = Notification {
-                        id,
-                        kind: NoticeKind::Shutdown,
-                        destination,
-                        text,
-                    };
-                    if self.delivery.enqueue(n, now_ms).is_ok() {
-                        self.shutdown_ids.insert(id);
-                    }
-                }
-                out.push(self.persist(FileKind::Delivery));
+                None => After::Return,
+            },
+            Input::Output { run, chunk } => self.output(run, &chunk, now_ms, &mut out),
+            Input::Finished { run, completion } => self.finished(run, completion, now_ms, &mut out),
+            Input::Tick if fault_on!(switch(&self.config), IdleTickNoFlush) => After::Return,
+            Input::Tick => After::Flush,
+            Input::Sent { id, error } => self.sent(id, error, now_ms, &mut out),
+            Input::Shutdown => self.shutdown(now_ms, &mut out),
+        };
+        if after == After::Flush {
+            self.flush(now_ms, &mut out);
+        }
+        out
+    }
+
+    /// A turn starts in `origin`'s thread: its notifications wait (DELIVER-2).
+    fn turn_started(&mut self, origin: &Origin, now_ms: u64, out: &mut Vec<Output>) -> After {
+        self.observe(origin, now_ms, out);
+        self.delivery.turn_started(&Destination::of(origin));
+        #[cfg(feature = "faults")]
+        {
+            self.memo.foreground = Some(Destination::of(origin));
+        }
+        After::Flush
+    }
+
+    /// A turn ends in `origin`'s thread: what waited for it may go.
+    fn turn_ended(&mut self, origin: &Origin, now_ms: u64, out: &mut Vec<Output>) -> After {
+        self.delivery.turn_ended(&Destination::of(origin));
+        #[cfg(feature = "faults")]
+        if fault_on!(switch(&self.config), ResendOnTurnEnd) {
+            if let Some(n) = self.memo.last_sent.get(&Destination::of(origin)) {
+                out.push(Output::Send(n.clone()));
             }
         }
-        self.flush(now_ms, &mut out);
-        out
+        if fault_on!(switch(&self.config), TurnEndDoesNotFlush) {
+            return After::Return;
+        }
+        if fault_on!(switch(&self.config), DeliveryOnlyAtTurnEnd) {
+            self.flush_now(now_ms, out);
+            return After::Return;
+        }
+        After::Flush
+    }
+
+    /// `/new` in `origin`'s thread: a new conversation on its lane (STORE-2).
+    fn reset(&mut self, origin: &Origin, now_ms: u64, out: &mut Vec<Output>) -> After {
+        if let Some(lane) = self.observe(origin, now_ms, out) {
+            if self.store.reset(&lane, now_ms).is_ok() {
+                out.push(self.persist(FileKind::Store));
+            }
+        }
+        After::Flush
+    }
+
+    /// The lane a spawn in `origin`'s thread runs on (observed first, like
+    /// any input from the thread); `None` if the store refused the lane.
+    fn spawn_lane(&mut self, origin: &Origin, now_ms: u64, out: &mut Vec<Output>) -> Option<Lane> {
+        if fault_on!(switch(&self.config), GroupThreadFromKeyOnMiss) {
+            return Some(Lane::of(origin, &self.config.policy));
+        }
+        self.observe(origin, now_ms, out)
+    }
+
+    /// A background process starts with the origin it captured (PROC-1).
+    fn spawn(&mut self, req: SpawnRequest, now_ms: u64, out: &mut Vec<Output>) -> After {
+        let early_checkpoint = fault_on!(switch(&self.config), CheckpointBeforeRouting)
+            .then(|| self.persist(FileKind::Checkpoint));
+        let lane = req.lane.clone();
+        match self.registry.spawn(req, now_ms) {
+            Ok(run) => {
+                // Checkpoint with routing before anyone learns the run id
+                // (PROC-8).
+                out.push(early_checkpoint.unwrap_or_else(|| self.persist(FileKind::Checkpoint)));
+                out.push(Output::Spawned { run, lane });
+            }
+            Err(e) => out.push(Output::Rejected {
+                reason: e.to_string(),
+            }),
+        }
+        After::Flush
+    }
+
+    /// A run printed `chunk`: watch events, routed (PROC-3..6).
+    fn output(&mut self, run: RunId, chunk: &str, now_ms: u64, out: &mut Vec<Output>) -> After {
+        #[cfg(feature = "faults")]
+        if fault_on!(switch(&self.config), ShutdownQuotesOutput) {
+            self.memo.last_output = chunk.lines().last().unwrap_or("").to_owned();
+        }
+        match self.registry.output(run, chunk, now_ms) {
+            Ok(events) => self.route_all(events, now_ms, out),
+            Err(e) => out.push(Output::Rejected {
+                reason: e.to_string(),
+            }),
+        }
+        After::Flush
+    }
+
+    /// A run ended: its completion, if one is owed, routed (PROC-7).
+    fn finished(
+        &mut self,
+        run: RunId,
+        completion: Completion,
+        now_ms: u64,
+        out: &mut Vec<Output>,
+    ) -> After {
+        match self.registry.finish(run, completion, now_ms) {
+            Ok(events) if events.is_empty() => {
+                // Nothing to tell anyone: the run just leaves.
+                out.push(self.persist(FileKind::Checkpoint));
+            }
+            Ok(events) => self.route_all(events, now_ms, out),
+            Err(e) => out.push(Output::Rejected {
+                reason: e.to_string(),
+            }),
+        }
+        After::Flush
+    }
+
+    /// The adapter's answer to a send (DELIVER-3, DELIVER-4).
+    fn sent(
+        &mut self,
+        id: NotificationId,
+        error: Option<String>,
+        now_ms: u64,
+        out: &mut Vec<Output>,
+    ) -> After {
+        let ok = error.is_none();
+        let unconfirmed = fault_on!(switch(&self.config), ShutdownUnconfirmed)
+            && matches!(id, NotificationId::Shutdown { .. });
+        let error = if fault_on!(switch(&self.config), AdapterFailureDrops) || unconfirmed {
+            None // pretend it worked: the notification is gone
+        } else {
+            error
+        };
+        self.delivery.ack(id, error.map_or(Ok(()), Err), now_ms);
+        if ok && self.shutdown_ids.remove(&id) && self.delivery.was_delivered(&id) {
+            self.stats.shutdown_notices_sent += 1;
+        }
+        if !(ok && fault_on!(switch(&self.config), AckNotPersisted)) {
+            out.push(self.persist(FileKind::Delivery));
+        }
+        After::Flush
+    }
+
+    /// The gateway goes down: one notice per thread with a lane
+    /// (DELIVER-8, TEXT-3).
+    fn shutdown(&mut self, now_ms: u64, out: &mut Vec<Output>) -> After {
+        self.shutdown_epoch += 1;
+        let mut threads: Vec<Destination> = self
+            .store
+            .lanes()
+            .map(|(_, e)| Destination::of(&e.origin))
+            .collect();
+        threads.sort();
+        if !fault_on!(switch(&self.config), ShutdownPerLane) {
+            threads.dedup();
+        }
+        for (index, destination) in threads.into_iter().enumerate() {
+            let mut text = text::shutdown_notice();
+            #[cfg(feature = "faults")]
+            if fault_on!(switch(&self.config), ShutdownQuotesOutput)
+                && !self.memo.last_output.is_empty()
+            {
+                text.push_str(&format!(" Last output: {}", self.memo.last_output));
+            }
+            if fault_on!(switch(&self.config), ShutdownTextVaries) {
+                text.push_str(&format!(" ({})", destination.chat_id.as_str()));
+            }
+            let id = NotificationId::Shutdown {
+                epoch: self.shutdown_epoch,
+                index: index as u32,
+            };
+            let n = Notification {
+                id,
+                kind: NoticeKind::Shutdown,
+                destination,
+                text,
+            };
+            if self.delivery.enqueue(n, now_ms).is_ok() {
+                self.shutdown_ids.insert(id);
+            }
+        }
+        out.push(self.persist(FileKind::Delivery));
+        After::Flush
     }
 
     fn route_all(&mut self, events: Vec<ProcessEvent>, now_ms: u64, out: &mut Vec<Output>) {
@@ -800,13 +837,13 @@ impl Gateway {
                 self.delivery.record_completion(e.run);
             }
             #[cfg(feature = "faults")]
-            if fault_on!(fault::Switch::of(&self.config), CompletionDedupByProcessId)
+            if fault_on!(switch(&self.config), CompletionDedupByProcessId)
                 && matches!(e.kind, crate::registry::EventKind::Completion { .. })
                 && !self.memo.completed_pids.insert(e.process_id.clone())
             {
                 continue;
             }
-            let conflict = fault_on!(fault::Switch::of(&self.config), ConflictWhenUserDiffers)
+            let conflict = fault_on!(switch(&self.config), ConflictWhenUserDiffers)
                 && self
                     .store
                     .get(&e.lane)
@@ -818,7 +855,7 @@ impl Gateway {
                     stored: d.clone(),
                     captured: d,
                 })
-            } else if fault_on!(fault::Switch::of(&self.config), CaseFoldedLanes) {
+            } else if fault_on!(switch(&self.config), CaseFoldedLanes) {
                 // The stored origin is the truth; keys are assumed injective.
                 match self.store.get(&e.lane) {
                     Some(entry) => Ok(router::Routed {
@@ -827,12 +864,12 @@ impl Gateway {
                     }),
                     None => router::resolve(&self.store, &e),
                 }
-            } else if fault_on!(fault::Switch::of(&self.config), ForegroundRouting) {
+            } else if fault_on!(switch(&self.config), ForegroundRouting) {
                 Ok(router::Routed {
                     destination: self.foreground_or(Destination::of(&e.origin)),
                     source: router::RouteSource::Captured,
                 })
-            } else if fault_on!(fault::Switch::of(&self.config), GroupThreadFromKeyOnMiss)
+            } else if fault_on!(switch(&self.config), GroupThreadFromKeyOnMiss)
                 && self.store.get(&e.lane).is_none()
             {
                 Ok(router::Routed {
@@ -854,7 +891,7 @@ impl Gateway {
                         destination: routed.destination,
                         text: self.faulty_text(text::render(&e)),
                     };
-                    if fault_on!(fault::Switch::of(&self.config), DeadLetterEverything) {
+                    if fault_on!(switch(&self.config), DeadLetterEverything) {
                         self.delivery.dead_letter(
                             n,
                             DeadCause::NoRoute,
@@ -902,7 +939,7 @@ impl Gateway {
     /// Sends whatever is due — on every input, idle ticks included
     /// (DELIVER-1).
     fn flush(&mut self, now_ms: u64, out: &mut Vec<Output>) {
-        if fault_on!(fault::Switch::of(&self.config), DeliveryOnlyAtTurnEnd) {
+        if fault_on!(switch(&self.config), DeliveryOnlyAtTurnEnd) {
             return;
         }
         self.flush_now(now_ms, out);
@@ -911,7 +948,7 @@ impl Gateway {
     fn flush_now(&mut self, now_ms: u64, out: &mut Vec<Output>) {
         for n in self.delivery.poll(now_ms) {
             #[cfg(feature = "faults")]
-            if fault_on!(fault::Switch::of(&self.config), ResendOnTurnEnd) {
+            if fault_on!(switch(&self.config), ResendOnTurnEnd) {
                 self.memo.last_sent.insert(n.destination.clone(), n.clone());
             }
             out.push(Output::Send(n));
@@ -955,4 +992,28 @@ fn hermes_positional(origin: &Origin, policy: &Policy) -> Destination {
             .and_then(|t| crate::origin::Id::new(crate::origin::Field::ThreadId, *t).ok());
     }
     d
+}
+
+/// The fault `config` switches on (always off without the feature
+/// `faults`).
+fn switch(config: &Config) -> fault::Switch {
+    #[cfg(feature = "faults")]
+    {
+        fault::Switch::new(config.fault)
+    }
+    #[cfg(not(feature = "faults"))]
+    {
+        let _ = config;
+        fault::Switch::default()
+    }
+}
+
+/// What `Gateway::handle` does after an input's own work: send what may go
+/// now, or (only where a test-only fault says so) nothing more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// Flush the queues (the normal case).
+    Flush,
+    /// Return at once (a fault's behaviour).
+    Return,
 }

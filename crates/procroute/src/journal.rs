@@ -1,13 +1,12 @@
-//! Journal framing (issue 22, groundwork): an append-only file of
+//! Journal framing (STORE-7): an append-only file of
 //! checksummed frames, grouped into committed batches, and the one reader
 //! that tells a torn tail (a crash during the last, not yet acknowledged
 //! append) from damage (acknowledged records that no longer read back).
 //!
-//! Pure: bytes in, records out. Not yet written by the gateway (the delta
-//! outputs that will fill it are issue 22's next step); the framing and its
-//! reader come first, so that every later piece stands on a reader whose
-//! behaviour on torn, truncated and hostile files is pinned down
-//! (`tests/journal.rs`).
+//! Pure: bytes in, records out; the journal backend
+//! (`driver::journal`) writes what a journaling gateway's records
+//! (`delta`) hold. The reader's behaviour on torn, truncated and hostile
+//! files is pinned down by `tests/journal.rs`.
 //!
 //! Layout: the 8-byte [`MAGIC`], then frames, each
 //! `len: u32 LE | crc: u32 LE | body (len bytes)`, where `crc` is the CRC-32

@@ -72,6 +72,7 @@
 // Every public item is documented; CI builds the docs with warnings denied.
 #![deny(missing_docs)]
 
+mod changes;
 pub mod delivery;
 pub mod delta;
 pub mod driver;

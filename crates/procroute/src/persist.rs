@@ -182,3 +182,15 @@ pub fn load_with<T>(
             }),
     }
 }
+
+/// Which durable file an output's bytes belong to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    /// The session store (`store.json`).
+    Store,
+    /// The process registry's checkpoint (`checkpoint.json`).
+    Checkpoint,
+    /// The delivery log (`delivery.json`).
+    Delivery,
+}

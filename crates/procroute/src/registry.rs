@@ -368,7 +368,7 @@ pub struct Registry {
     /// Runs changed since the last [`Registry::take_changes`], when the
     /// gateway keeps a journal (`None`: not tracked). Hashed with a fixed
     /// seed (run ids are ours, not an attacker's), taken in run order.
-    changes: Option<crate::delta::Changes<HashMap<RunId, Change, RunHasher>>>,
+    changes: Option<crate::changes::Changes<HashMap<RunId, Change, RunHasher>>>,
     /// `next_run` when changes were last taken.
     taken_next_run: u64,
     /// The watch patterns last shared ([`SharedPatterns`]): a cache, not
@@ -415,7 +415,7 @@ enum Change {
     Gone,
 }
 
-/// One change to the checkpoint's file image, for the journal (issue 22).
+/// One change to the checkpoint's file image, for the journal (STORE-7).
 /// Output only appends to a run's tail, so a changed run records its new
 /// counters and the characters its tail gained (bounded by
 /// [`Limits::tail_max_chars`]), not the whole tail.
@@ -468,7 +468,7 @@ impl Registry {
     /// From now on, remember what changes for [`Registry::take_changes`]
     /// (a journaling gateway). `full`: the next take is the whole image.
     pub fn track_changes(&mut self, full: bool) {
-        self.changes = Some(crate::delta::Changes::new(full));
+        self.changes = Some(crate::changes::Changes::new(full));
         self.taken_next_run = self.next_run;
     }
 

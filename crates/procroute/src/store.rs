@@ -111,10 +111,10 @@ pub struct SessionStore {
     max_lanes: usize,
     /// Lanes changed since the last [`SessionStore::take_changes`], when
     /// the gateway keeps a journal (`None`: not tracked).
-    changes: Option<crate::delta::Changes<std::collections::BTreeSet<Lane>>>,
+    changes: Option<crate::changes::Changes<std::collections::BTreeSet<Lane>>>,
 }
 
-/// One change to the store's file image, for the journal (issue 22): a
+/// One change to the store's file image, for the journal (STORE-7): a
 /// lane as it now is, and the conversation counter beside it (the only
 /// time the counter moves is when a lane is created or reset).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,7 +160,7 @@ impl SessionStore {
     /// (a journaling gateway). `full`: the next take is the whole image (the
     /// state no longer matches what was last persisted, e.g. after recovery).
     pub fn track_changes(&mut self, full: bool) {
-        self.changes = Some(crate::delta::Changes::new(full));
+        self.changes = Some(crate::changes::Changes::new(full));
     }
 
     fn touched(&mut self, lane: &Lane) {

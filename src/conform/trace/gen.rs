@@ -1,8 +1,8 @@
 //! The generator: families of related threads and rule-reaching scenarios.
 
+use super::steer::{Shape, Steering};
 use super::{quiescence, twins, Trace, TraceOp};
 use crate::conform::constraint::Constraints;
-use crate::conform::steer::{Shape, Steering};
 use crate::gen::{self, Rng};
 
 use super::{from_origin, to_origin, RawOrigin};

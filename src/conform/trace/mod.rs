@@ -9,16 +9,21 @@
 //!   disk), step by step;
 //! - [`gen`] — the generator of related thread families and rule-reaching
 //!   scenarios;
+//! - [`collide`] — which shape makes two threads collide under some key;
 //! - [`shrink`](mod@shrink) — the cross-process shrinker;
+//! - [`steer`] — generation profiles (P-13): the input shapes a harness
+//!   asks the generator to keep to a share of the traces;
 //! - [`twins`] — lane twins: sibling threads whose ids collide under some
 //!   gateway's key, with processes beside their partner's;
 //! - [`file`](mod@file) — the file form of a trace (stored vectors and saved
 //!   counterexamples), with its id, rules and expected verdict.
 
+pub mod collide;
 pub mod exec;
 pub mod file;
 pub mod gen;
 pub mod shrink;
+pub mod steer;
 pub mod twins;
 
 pub use exec::{execute, execute_crashing, execute_with, CrashRun, Execution};

@@ -1,5 +1,5 @@
 //! Lane twins: sibling threads whose ids collide under some gateway's key
-//! (issue 36, item 5). The key vectors and the dialect laws (KEY-L1's
+//! (KEY-L1's collisions, in traces). The key vectors and the dialect laws (KEY-L1's
 //! families) find the collisions one key at a time; a twin puts the same
 //! shapes into a trace, with processes of its own beside its partner's, so
 //! a gateway that files the two threads under one lane shows what that
@@ -17,156 +17,16 @@
 //! gains a thread at the end and the twin's operations beside its
 //! partner's.
 
+use super::collide::{canonical, collision, joined, Collision, MARKERS};
+use super::steer::{shape_of, Shape, Steering};
 use super::TraceOp;
 use crate::conform::constraint::Constraints;
-use crate::conform::steer::{Shape, Steering};
 use crate::gen::Rng;
 
 use super::{to_origin, RawOrigin};
 
-/// How a twin's ids collide with its partner's. Every shape is a pair of
-/// threads with different routes (or keyed users) that some dialect
-/// files under one key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Collision {
-    /// Ids that differ only in surrounding white space (hermes strips them).
-    Whitespace,
-    /// Ids that differ only in ASCII letter case (OpenClaw folds them).
-    Case,
-    /// A thread id of one equal to the user id of the other, same chat
-    /// (hermes' `group:-100:42`: topic 42 or user 42?).
-    ThreadUser,
-    /// WhatsApp identities one canonical form merges (`N@s.whatsapp.net`,
-    /// the device JID `N:47@s.whatsapp.net`, `+N`, `N`; KEY-H2).
-    Canonical,
-    /// A thread moved into the chat id behind a marker word (`X:thread:T`
-    /// with no thread vs chat `X` thread `T`, OpenClaw's peer grammar).
-    Marker,
-    /// The same ids joined by `:` and split at another boundary: chat
-    /// `a:b` thread `c` vs chat `a` thread `b:c` vs chat `a:b:c` vs chat
-    /// `a` user `b:c` … (every raw-joined key: hermes' KEY-H4).
-    Separator,
-}
-
-impl Collision {
-    /// Every shape, in the order [`collision`] tries them.
-    pub const ALL: [Collision; 6] = [
-        Collision::Whitespace,
-        Collision::Case,
-        Collision::ThreadUser,
-        Collision::Canonical,
-        Collision::Marker,
-        Collision::Separator,
-    ];
-
-    /// Its name (tests and reports).
-    pub fn name(self) -> &'static str {
-        match self {
-            Collision::Whitespace => "whitespace",
-            Collision::Case => "case",
-            Collision::ThreadUser => "thread-user",
-            Collision::Canonical => "canonical",
-            Collision::Marker => "marker",
-            Collision::Separator => "separator",
-        }
-    }
-
-    /// The profile shape (P-13) that leaves this collision out.
-    pub fn steered_by(self) -> Option<Shape> {
-        match self {
-            Collision::Whitespace => Some(Shape::PaddedIds),
-            Collision::ThreadUser => Some(Shape::ThreadUserIds),
-            Collision::Canonical => Some(Shape::CanonicalIds),
-            Collision::Marker | Collision::Separator => Some(Shape::SeparatorIds),
-            Collision::Case => None,
-        }
-    }
-}
-
 /// Percentage of generated traces that get a twin.
 const TWIN_SHARE: u64 = 40;
-/// Words gateways put between a chat and a thread in their keys.
-const MARKERS: &[&str] = &["thread", "topic"];
-
-/// The ids in the order a raw-joined key holds them: chat, thread, and
-/// the user where a chat type keys one (never in a dm).
-fn joined(o: &RawOrigin) -> String {
-    let mut s = o.chat_id.clone();
-    let user = o.user_id.as_ref().filter(|_| o.chat_type != "dm");
-    for id in [o.thread_id.as_ref(), user].into_iter().flatten() {
-        s.push(':');
-        s.push_str(id);
-    }
-    s
-}
-
-/// The chat and thread as a marker grammar holds them (`X:thread:T`),
-/// one string per marker word.
-fn marked(o: &RawOrigin) -> Vec<String> {
-    match &o.thread_id {
-        None => vec![o.chat_id.clone()],
-        Some(t) => MARKERS
-            .iter()
-            .map(|w| format!("{}:{w}:{t}", o.chat_id))
-            .collect(),
-    }
-}
-
-/// What a canonicalising dialect keeps of a WhatsApp identity: the
-/// number before any `@` or device `:`, without leading `+`.
-fn canonical(id: &str) -> &str {
-    let id = id.trim();
-    let id = id.split('@').next().unwrap_or(id);
-    let id = id.split(':').next().unwrap_or(id);
-    id.trim_start_matches('+')
-}
-
-/// The shape by which `b` is a lane twin of `a` (or `a` of `b`), if the
-/// two are threads of one platform and chat type with different ids that
-/// one of the shapes makes collide.
-pub fn collision(a: &RawOrigin, b: &RawOrigin) -> Option<Collision> {
-    let ids = |o: &RawOrigin| (o.chat_id.clone(), o.thread_id.clone(), o.user_id.clone());
-    if a.platform != b.platform || a.chat_type != b.chat_type || ids(a) == ids(b) {
-        return None;
-    }
-    let trim = |o: &RawOrigin| {
-        (
-            o.chat_id.trim().to_owned(),
-            o.thread_id.as_deref().map(|t| t.trim().to_owned()),
-            o.user_id.as_deref().map(|u| u.trim().to_owned()),
-        )
-    };
-    let lower = |o: &RawOrigin| joined(o).to_ascii_lowercase();
-    let thread_user = |x: &RawOrigin, y: &RawOrigin| {
-        x.chat_id == y.chat_id
-            && x.chat_type != "dm"
-            && x.thread_id.is_some()
-            && y.thread_id.is_none()
-            && x.thread_id == y.user_id
-    };
-    if trim(a) == trim(b) {
-        return Some(Collision::Whitespace);
-    }
-    if lower(a) == lower(b) && joined(a) != joined(b) {
-        return Some(Collision::Case);
-    }
-    if thread_user(a, b) || thread_user(b, a) {
-        return Some(Collision::ThreadUser);
-    }
-    if a.platform == "whatsapp"
-        && a.chat_type == "dm"
-        && a.chat_id != b.chat_id
-        && !canonical(&a.chat_id).is_empty()
-        && canonical(&a.chat_id) == canonical(&b.chat_id)
-    {
-        return Some(Collision::Canonical);
-    }
-    let (ma, mb) = (marked(a), marked(b));
-    if ma.iter().any(|m| mb.contains(m)) && a.thread_id.is_some() != b.thread_id.is_some() {
-        return Some(Collision::Marker);
-    }
-    (joined(a) == joined(b)).then_some(Collision::Separator)
-}
 
 /// A twin of `p` in `shape`, if `p` has one (not checked against
 /// anything but the shape).
@@ -322,7 +182,7 @@ pub(super) fn with_twin(
     }
     let allowed: Vec<Collision> = Collision::ALL
         .into_iter()
-        .filter(|c| c.steered_by().map_or(true, |s| !steering.avoids(s)))
+        .filter(|c| shape_of(*c).map_or(true, |s| !steering.avoids(s)))
         .collect();
     if allowed.is_empty() || threads.is_empty() {
         return ops;

@@ -1,4 +1,4 @@
-//! The journal backend (issue 22): a journaling gateway's records
+//! The journal backend (STORE-7): a journaling gateway's records
 //! ([`crate::gateway::Output::Append`]) appended to one file, one group
 //! commit per append (one write, one fsync), compacted now and then into a
 //! base by atomic replace. The file format is [`crate::journal`]'s; what a
@@ -31,8 +31,8 @@ use std::path::{Path, PathBuf};
 use super::files::{FileSystem, RealFs};
 use crate::delivery::DeliveryLimits;
 use crate::delta::{Image, Record};
-use crate::gateway::FileKind;
 use crate::journal::{self, Tail};
+use crate::persist::FileKind;
 use crate::persist::{FileProblem, PersistError, MAX_FILE_BYTES};
 use crate::registry::Limits;
 

@@ -25,7 +25,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::journal::{JournalLimits, JournalStats, Opened};
 use crate::delivery::DeliveryLimits;
 use crate::delta::{Image, Record};
-use crate::gateway::FileKind;
+use crate::persist::FileKind;
 use crate::persist::{FileProblem, PersistError};
 use crate::registry::Limits;
 

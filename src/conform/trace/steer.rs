@@ -14,9 +14,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::conform::trace::twins::{collision, Collision};
-use crate::conform::trace::RawOrigin;
+use super::collide::{collision, Collision};
 use crate::gen::Rng;
+use crate::model::trace::RawOrigin;
 
 /// Most steers a handshake may declare.
 pub const MAX_STEERS: usize = 16;
@@ -222,6 +222,18 @@ impl Steering {
 fn padded(o: &RawOrigin) -> bool {
     let p = |s: &str| s.trim() != s;
     p(&o.chat_id) || o.thread_id.as_deref().is_some_and(p) || o.user_id.as_deref().is_some_and(p)
+}
+
+/// The profile shape (P-13) that leaves a lane collision out (none for
+/// case: no known finding of a harness we run is about case alone).
+pub fn shape_of(c: Collision) -> Option<Shape> {
+    match c {
+        Collision::Whitespace => Some(Shape::PaddedIds),
+        Collision::ThreadUser => Some(Shape::ThreadUserIds),
+        Collision::Canonical => Some(Shape::CanonicalIds),
+        Collision::Marker | Collision::Separator => Some(Shape::SeparatorIds),
+        Collision::Case => None,
+    }
 }
 
 #[cfg(test)]
