@@ -570,6 +570,73 @@ impl DeliveryEngine {
 
     /// Whether `dest`'s head can be sent, recomputed from its queue after
     /// any change to it.
+    /// The paired structures agree (debug builds: tests, fuzzing): the
+    /// queued-id index is the queues' ids; a notification is in flight
+    /// exactly when the in-flight map names it, and only at the head of its
+    /// thread's queue (DELIVER-5); the ready and due indexes are what
+    /// `refresh` derives from the queues; the delivered log and the
+    /// completions each match their order list; nothing queued was
+    /// delivered (DELIVER-3). Linear in what is queued, so it looks only
+    /// while that is small (a 100,000-notification test would turn
+    /// quadratic).
+    pub(crate) fn debug_check(&self) {
+        const LOOK_BELOW: usize = 4_096;
+        debug_assert_eq!(self.delivered.len(), self.delivered_order.len());
+        debug_assert_eq!(self.completions.len(), self.completions_order.len());
+        debug_assert_eq!(self.ready.len(), self.due.len());
+        if self.queued_ids.len() > LOOK_BELOW || self.delivered.len() > LOOK_BELOW {
+            return;
+        }
+        let mut ids = 0;
+        for (dest, q) in &self.queues {
+            for (i, p) in q.iter().enumerate() {
+                ids += 1;
+                debug_assert!(
+                    self.queued_ids.contains(&p.n.id),
+                    "{:?} not indexed",
+                    p.n.id
+                );
+                debug_assert!(
+                    !self.delivered.contains(&p.n.id),
+                    "{:?} queued and delivered",
+                    p.n.id
+                );
+                debug_assert_eq!(
+                    p.in_flight,
+                    self.in_flight.get(&p.n.id) == Some(dest),
+                    "{:?}: in-flight flag and map disagree",
+                    p.n.id
+                );
+                debug_assert!(
+                    i == 0 || !p.in_flight,
+                    "{:?} in flight behind the head",
+                    p.n.id
+                );
+            }
+            let idle = !self.busy.contains(dest) || fault_on!(self.fault, DeliverIntoBusyThread);
+            let expected = q
+                .front()
+                .filter(|h| idle && !h.in_flight)
+                .map(|h| h.not_before_ms);
+            debug_assert_eq!(
+                self.ready.get(dest).copied(),
+                expected,
+                "ready index of {dest:?}"
+            );
+        }
+        debug_assert_eq!(ids, self.queued_ids.len(), "queued-id index size");
+        for (dest, at) in &self.ready {
+            debug_assert!(
+                self.queues.contains_key(dest),
+                "{dest:?} ready without a queue"
+            );
+            debug_assert!(
+                self.due.contains(&(*at, dest.clone())),
+                "{dest:?} ready but not due"
+            );
+        }
+    }
+
     fn refresh(&mut self, dest: &Destination) {
         let idle = !self.busy.contains(dest) || fault_on!(self.fault, DeliverIntoBusyThread);
         let now = self

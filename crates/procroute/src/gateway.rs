@@ -644,6 +644,11 @@ impl Gateway {
         if after == After::Flush {
             self.flush(now_ms, &mut out);
         }
+        #[cfg(debug_assertions)]
+        {
+            self.delivery.debug_check();
+            self.registry.debug_check();
+        }
         out
     }
 

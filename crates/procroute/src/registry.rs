@@ -450,6 +450,19 @@ enum RegOp {
 }
 
 impl Registry {
+    /// The registry's own bookkeeping agrees (debug builds: tests,
+    /// fuzzing): every run id was issued (below `next_run`), and the ids
+    /// taken for the journal never run ahead of the issued ones.
+    pub(crate) fn debug_check(&self) {
+        debug_assert!(self.taken_next_run <= self.next_run);
+        if self.running.len() > 4_096 {
+            return;
+        }
+        for run in self.running.keys() {
+            debug_assert!(run.0 < self.next_run, "{run:?} was never issued");
+        }
+    }
+
     /// An empty registry with these limits.
     pub fn new(limits: Limits) -> Registry {
         Registry {
