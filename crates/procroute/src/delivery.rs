@@ -579,6 +579,7 @@ impl DeliveryEngine {
     /// delivered (DELIVER-3). Linear in what is queued, so it looks only
     /// while that is small (a 100,000-notification test would turn
     /// quadratic).
+    #[cfg(debug_assertions)]
     pub(crate) fn debug_check(&self) {
         const LOOK_BELOW: usize = 4_096;
         debug_assert_eq!(self.delivered.len(), self.delivered_order.len());

@@ -453,6 +453,7 @@ impl Registry {
     /// The registry's own bookkeeping agrees (debug builds: tests,
     /// fuzzing): every run id was issued (below `next_run`), and the ids
     /// taken for the journal never run ahead of the issued ones.
+    #[cfg(debug_assertions)]
     pub(crate) fn debug_check(&self) {
         debug_assert!(self.taken_next_run <= self.next_run);
         if self.running.len() > 4_096 {
