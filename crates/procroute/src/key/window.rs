@@ -181,6 +181,7 @@ pub(crate) fn in_window(key: &str) -> Option<Scanned<'_>> {
 
 /// `in_window`, for the fuzz target's check that it takes every head it
 /// must (`fuzzing::window_takes`).
+#[cfg(feature = "internals")]
 pub fn window_scan(key: &str) -> Option<Scanned<'_>> {
     in_window(key)
 }
