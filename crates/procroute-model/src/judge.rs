@@ -404,8 +404,12 @@ impl<'a> Judge<'a> {
         )
     }
 
+    /// Judges a report: each observation on its own (where it went, what
+    /// it quotes, its text), then paired with the oracle's notifications,
+    /// each pair checked; what the oracle predicts and the report lacks is
+    /// lost, what the report has and the oracle does not is unexpected;
+    /// last, the order within each thread.
     fn run(&mut self, result: &'a TraceResult) {
-        let pred = self.pred;
         let mut obs: Vec<Obs<'a>> = result
             .deliveries
             .iter()
@@ -419,6 +423,36 @@ impl<'a> Judge<'a> {
                 paired: None,
             })
             .collect();
+        let misrouted = self.check_each(&mut obs);
+        let taken = self.pair(&mut obs, &misrouted);
+        for ob in &obs {
+            if let Some(e) = ob.paired {
+                self.check_pair(ob, &self.pred.items[e]);
+            }
+        }
+        self.lost(&taken);
+        self.unexpected(&obs, &misrouted);
+        self.order(&obs);
+    }
+
+    /// The steps where the gateway restarted (trace ops and crash points).
+    fn restarts(&self) -> Vec<usize> {
+        self.trace
+            .ops
+            .iter()
+            .enumerate()
+            .filter(|(_, op)| matches!(op, TraceOp::Restart { .. }))
+            .map(|(s, _)| s)
+            .chain(self.crashes.iter().copied())
+            .collect()
+    }
+
+    /// Each observation on its own: a reason for a dead letter (ROUTE-4),
+    /// escaped text (TEXT-2), whose output it quotes (SEC-1, INV-2), one
+    /// shutdown text (TEXT-3), and whether it reached its run's home
+    /// (INV-1, INV-6). Returns which were misrouted (never paired).
+    fn check_each(&mut self, obs: &mut [Obs<'a>]) -> Vec<bool> {
+        let pred = self.pred;
         let mut shutdown_text: Option<&str> = None;
         let mut misrouted = vec![false; obs.len()];
         for (i, ob) in obs.iter_mut().enumerate() {
@@ -439,41 +473,7 @@ impl<'a> Judge<'a> {
                     ),
                 });
             }
-            // Whose output does it quote?
-            for w in words(&o.text) {
-                let Some(&(r, op)) = pred.tokens.get(w) else {
-                    continue;
-                };
-                let owner = &pred.runs[r];
-                match &o.process {
-                    None => self.out.push(Violation {
-                        rule: "SEC-1".into(),
-                        detail: format!(
-                            "a shutdown notice to {} quotes {}, output of {} (started in {})",
-                            o.destination,
-                            j(w),
-                            owner.process,
-                            owner.home
-                        ),
-                    }),
-                    Some(p) if *p != owner.process => self.out.push(Violation {
-                        rule: "INV-2".into(),
-                        detail: format!(
-                            "{}: quotes {}, output of {} (started in {})",
-                            Self::what(o),
-                            j(w),
-                            owner.process,
-                            owner.home
-                        ),
-                    }),
-                    Some(_) => {
-                        ob.run.get_or_insert(r);
-                        if ob.op.is_none() {
-                            ob.op = Some(op);
-                        }
-                    }
-                }
-            }
+            self.check_quotes(ob);
             if o.kind == Kind::Shutdown {
                 match shutdown_text {
                     None => shutdown_text = Some(&o.text),
@@ -539,6 +539,56 @@ impl<'a> Judge<'a> {
                 misrouted[i] = true;
             }
         }
+        misrouted
+    }
+
+    /// Whose output an observation quotes: a shutdown notice quotes none
+    /// (SEC-1), a process's notification only its own (INV-2); what it
+    /// quotes names its run and output operation, for pairing.
+    fn check_quotes(&mut self, ob: &mut Obs<'a>) {
+        let pred = self.pred;
+        let o = ob.o;
+        // Whose output does it quote?
+        for w in words(&o.text) {
+            let Some(&(r, op)) = pred.tokens.get(w) else {
+                continue;
+            };
+            let owner = &pred.runs[r];
+            match &o.process {
+                None => self.out.push(Violation {
+                    rule: "SEC-1".into(),
+                    detail: format!(
+                        "a shutdown notice to {} quotes {}, output of {} (started in {})",
+                        o.destination,
+                        j(w),
+                        owner.process,
+                        owner.home
+                    ),
+                }),
+                Some(p) if *p != owner.process => self.out.push(Violation {
+                    rule: "INV-2".into(),
+                    detail: format!(
+                        "{}: quotes {}, output of {} (started in {})",
+                        Self::what(o),
+                        j(w),
+                        owner.process,
+                        owner.home
+                    ),
+                }),
+                Some(_) => {
+                    ob.run.get_or_insert(r);
+                    if ob.op.is_none() {
+                        ob.op = Some(op);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pairs observations with the oracle's notifications; returns which
+    /// of the oracle's were taken.
+    fn pair(&mut self, obs: &mut [Obs<'a>], misrouted: &[bool]) -> Vec<bool> {
+        let pred = self.pred;
         // Pair with the oracle's notifications.
         let mut taken = vec![false; pred.items.len()];
         // Pass 1: a watch match names its output operation.
@@ -597,21 +647,16 @@ impl<'a> Judge<'a> {
                 }
             }
         }
-        for ob in &obs {
-            if let Some(e) = ob.paired {
-                self.check_pair(ob, &pred.items[e]);
-            }
-        }
+        taken
+    }
+
+    /// What the oracle predicts and no observation paired with: lost,
+    /// tagged with the rule the loss breaks. One table of cases, longer
+    /// than the rest on purpose: each row is a rule's reading of a loss.
+    fn lost(&mut self, taken: &[bool]) {
+        let pred = self.pred;
         // Left over on the oracle's side: lost.
-        let restarts: Vec<usize> = self
-            .trace
-            .ops
-            .iter()
-            .enumerate()
-            .filter(|(_, op)| matches!(op, TraceOp::Restart { .. }))
-            .map(|(s, _)| s)
-            .chain(self.crashes.iter().copied())
-            .collect();
+        let restarts = self.restarts();
         for e in &pred.items {
             if taken[e.index] || e.optional {
                 continue;
@@ -691,6 +736,14 @@ impl<'a> Judge<'a> {
                 ),
             );
         }
+    }
+
+    /// What the report has and the oracle does not: unexpected, tagged
+    /// with the rule it breaks (a copy: INV-3, DELIVER-3; an unpromised
+    /// completion: INV-7; a match the rules suppress: PROC-3..6).
+    fn unexpected(&mut self, obs: &[Obs<'a>], misrouted: &[bool]) {
+        let pred = self.pred;
+        let restarts = self.restarts();
         // Left over on the report's side: should not exist.
         for (i, ob) in obs.iter().enumerate() {
             if misrouted[i] || ob.paired.is_some() {
@@ -769,6 +822,11 @@ impl<'a> Judge<'a> {
                 ),
             );
         }
+    }
+
+    /// Order within each thread (INV-5, DELIVER-5).
+    fn order(&mut self, obs: &[Obs<'a>]) {
+        let pred = self.pred;
         // Order within each thread.
         let mut last: BTreeMap<&Place, (usize, &Expected)> = BTreeMap::new();
         for ob in obs.iter().filter(|o| !o.dead) {
