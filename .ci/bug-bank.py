@@ -3,7 +3,7 @@
 time, must be failed by the default `procroute conform` run (default seed,
 1,000 traces) with a shrunk counterexample naming the rule it breaks.
 
-Bugs: the built-in harness's `--fault NAME` (crates/procroute/src/fault.rs) and variants of
+Bugs: the built-in harness's `--fault NAME` (the bug bank's copy: tests/bug-bank/) and variants of
 the Python template router (PROCROUTE_TEMPLATE_BUG, router.py). Prints a
 markdown table (bug, rule, cases failed, counterexample length, seconds) and
 exits non-zero if any bug passes or is not caught as its rule.

@@ -14,7 +14,8 @@
 //! - [`gen`] — deterministic generators of real and nasty ids;
 //! - [`simfs`] — the simulated disk that crashes at any write;
 //! - [`fuzzing`] — the fuzz target bodies, as plain functions;
-//! - [`soak`] — the load workload; [`timing`] — side-by-side timings.
+//! - [`soak`] — the load workload; [`timing`] — side-by-side timings;
+//! - [`bank`] — the router's bug bank by name (empty outside its copy).
 
 #![forbid(unsafe_code)]
 // Every public item is documented; CI builds the docs with warnings denied.
@@ -23,6 +24,7 @@
 pub use procroute_model as model;
 pub use procroute_model::SUITE_VERSION;
 
+pub mod bank;
 pub mod conform;
 pub mod explore;
 pub mod fuzzing;

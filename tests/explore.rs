@@ -5,7 +5,7 @@
 //! (`--impl`) the traces sent are the reference's distinct states, in
 //! breadth-first order, the same with one worker or two, split exactly by
 //! shards, and a bug of the Python template is found at its shortest
-//! depth. The faults it finds are in `tests/faults.rs` and
+//! depth. The faults it finds are in `tests/bug-bank/faults.rs` and
 //! `.ci/explore-bank.py`.
 
 use procroute::gateway::Config;
@@ -111,7 +111,7 @@ fn every_declared_scope_passes_at_depth_3() {
 /// storm sends has at most two clock steps, each watch spawn followed at
 /// once by its process's one line of output, and nothing else of a turn,
 /// an outage or an ending; the strikes scope has no turns, outages or
-/// kills. (Their bugs are in `tests/faults.rs`.)
+/// kills. (Their bugs are in `tests/bug-bank/faults.rs`.)
 #[test]
 fn the_counting_scopes_offer_only_what_they_declare() {
     use procroute_suite::conform::constraint::Constraints;

@@ -74,35 +74,3 @@ fn trace_vs_model_regressions() {
     }
     assert!(ran > 0, "no regression input decoded to a trace");
 }
-
-/// The trace fuzzer's body catches every historical fault from plain random
-/// bytes (what libFuzzer starts from), so a clean fuzzing run means
-/// something (features `arbitrary` and `faults`).
-#[cfg(all(feature = "arbitrary", feature = "faults"))]
-#[test]
-fn trace_vs_model_catches_every_historical_fault() {
-    use arbitrary::{Arbitrary, Unstructured};
-    use procroute::fault::Fault;
-    use procroute::gateway::Config;
-    for fault in Fault::HISTORICAL {
-        let config = Config {
-            fault: Some(fault),
-            ..Config::default()
-        };
-        let mut rng = procroute_suite::gen::Rng::new(99);
-        // Random points of the target's input space: traces decoded from
-        // random bytes.
-        let found = (0..5_000).find(|_| {
-            let bytes: Vec<u8> = (0..2_000).map(|_| rng.below(256) as u8).collect();
-            let mut u = Unstructured::new(&bytes);
-            procroute_suite::fuzzing::FuzzTrace::arbitrary(&mut u).is_ok_and(|t| {
-                procroute_suite::fuzzing::trace_vs_model_with(&t.trace, config.clone()).is_err()
-            })
-        });
-        assert!(
-            found.is_some(),
-            "{fault:?} not caught in 5,000 random inputs"
-        );
-        eprintln!("{fault:?}: caught at random input {}", found.unwrap_or(0));
-    }
-}

@@ -567,3 +567,64 @@ fn comments_cite_rules_not_the_tracker() {
         found.join("\n")
     );
 }
+
+/// The router crate carries no test switches: its bug bank is
+/// `tests/bug-bank/router.patch`, applied to a copy of the workspace
+/// (`tests/bug-bank/bank.py copy`), and that patch still applies here. In
+/// the bank's copy itself (where `fault.rs` exists) there is nothing to
+/// check: the switches are the point of the copy.
+#[test]
+fn the_router_has_no_test_switches_and_its_bank_applies() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("crates/procroute/src");
+    if src.join("fault.rs").exists() {
+        eprintln!("the bug bank's copy: switches expected, nothing to check");
+        return;
+    }
+    let mut files = Vec::new();
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    walk(&src, &mut files);
+    assert!(files.len() > 10, "only {} router files", files.len());
+    let mut found = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (n, line) in text.lines().enumerate() {
+            if ["fault_on!", "feature = \"faults\"", "Fault::", "mod fault"]
+                .iter()
+                .any(|s| line.contains(s))
+            {
+                found.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "test switches in the router (they belong in tests/bug-bank/router.patch):\n{}",
+        found.join("\n")
+    );
+    let manifest =
+        std::fs::read_to_string(root.join("crates/procroute/Cargo.toml")).expect("manifest");
+    assert!(
+        !manifest.contains("faults"),
+        "the router declares a faults feature"
+    );
+    let check = std::process::Command::new("git")
+        .args(["apply", "--check", "tests/bug-bank/router.patch"])
+        .current_dir(root)
+        .output()
+        .expect("git runs (the bug bank's patch is checked with `git apply --check`)");
+    assert!(
+        check.status.success(),
+        "tests/bug-bank/router.patch no longer applies (tests/bug-bank/README.md says how to port it):\n{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}

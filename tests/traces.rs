@@ -2,7 +2,7 @@
 //! (P-8) with a stable id: it parses and checks, the rules it lists are the
 //! ones the oracle says it exercises, the built-in router passes the one
 //! judge on it and reports exactly the stored observations. (`conform` runs
-//! the same files against any harness; `tests/faults.rs` checks that each
+//! the same files against any harness; `tests/bug-bank/faults.rs` checks that each
 //! historical fault still fails its trace.) On failure the trace is printed
 //! as a per-thread swimlane timeline.
 

@@ -164,8 +164,8 @@ struct ExploreArgs {
     /// Include agents' reads (PROC-10) in the scope.
     #[arg(long)]
     reads: bool,
-    /// Test builds only (feature `faults`): explore with one bug of the
-    /// bank switched on.
+    /// The bug bank's copy only (tests/bug-bank/): explore with one bug of
+    /// the bank switched on.
     #[arg(long)]
     fault: Option<String>,
     /// Write the counterexample, if one is found, here as a trace file.
@@ -250,8 +250,8 @@ struct ReportArgs {
 /// The arguments of `procroute harness`.
 #[derive(clap::Args)]
 struct HarnessArgs {
-    /// Test builds only (feature `faults`): reintroduce one bug of the
-    /// bank (`--list-faults` names them).
+    /// The bug bank's copy only (tests/bug-bank/): reintroduce one bug of
+    /// the bank (`--list-faults` names them).
     #[arg(long)]
     fault: Option<String>,
     /// Print the bank's faults, one `name rule` per line, and exit.
@@ -296,9 +296,8 @@ fn main() -> ExitCode {
 fn harness_cmd(args: HarnessArgs) -> ExitCode {
     let HarnessArgs { fault, list_faults } = args;
     if list_faults {
-        #[cfg(feature = "faults")]
-        for f in procroute::fault::Fault::ALL {
-            let _ = writeln!(io::stdout(), "{} {}", f.name(), f.rule());
+        for (name, rule) in procroute_suite::bank::faults() {
+            let _ = writeln!(io::stdout(), "{name} {rule}");
         }
         return ExitCode::SUCCESS;
     }
@@ -589,20 +588,12 @@ fn explore_cmd(args: ExploreArgs) -> ExitCode {
 }
 
 /// The built-in gateway's configuration, with `--fault NAME` switched on
-/// (test builds only).
+/// (only in the bug bank's copy of the workspace, `procroute_suite::bank`).
 fn fault_config(fault: Option<String>) -> Result<procroute::gateway::Config, String> {
-    #[allow(unused_mut)]
-    let mut config = procroute::gateway::Config::default();
-    if let Some(name) = fault {
-        #[cfg(feature = "faults")]
-        match serde_json::from_value::<procroute::fault::Fault>(serde_json::json!(name)) {
-            Ok(f) => config.fault = Some(f),
-            Err(e) => return Err(format!("--fault {name}: {e}")),
-        }
-        #[cfg(not(feature = "faults"))]
-        return Err(format!("--fault {name}: this build has no fault switch"));
+    match fault {
+        Some(name) => procroute_suite::bank::config(&name),
+        None => Ok(procroute::gateway::Config::default()),
     }
-    Ok(config)
 }
 
 /// How a harness is named in reports: `name version (language) over protocol vN`.

@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fault::{fault_on, Switch};
 use crate::persist::{self, FileProblem};
 use crate::registry::RunId;
 use crate::router::Destination;
@@ -198,8 +197,6 @@ pub struct DeliveryEngine {
     /// (PROC-8).
     completions: BTreeSet<crate::registry::RunId>,
     completions_order: VecDeque<crate::registry::RunId>,
-    /// Test-only fault switch (feature `faults`); zero-sized otherwise.
-    fault: Switch,
     /// What changed since the last [`DeliveryEngine::take_changes`], when
     /// the gateway keeps a journal (`None`: not tracked).
     changes: Option<crate::changes::Changes<Untaken>>,
@@ -259,7 +256,6 @@ impl DeliveryEngine {
             dead_total: 0,
             completions: BTreeSet::new(),
             completions_order: VecDeque::new(),
-            fault: Switch::default(),
             changes: None,
         }
     }
@@ -304,22 +300,20 @@ impl DeliveryEngine {
         }
         let Untaken { queues, log } = std::mem::take(&mut c.set);
         let mut out = Vec::with_capacity(queues.len() + log.len());
-        if !fault_on!(self.fault, QueueNotPersisted) {
-            for destination in queues {
-                let items = self
-                    .queues
-                    .get(&destination)
-                    .map(|q| {
-                        q.iter()
-                            .map(|p| Pending {
-                                in_flight: false,
-                                ..p.clone()
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                out.push(DeliveryRecord(DelOp::Queue { destination, items }));
-            }
+        for destination in queues {
+            let items = self
+                .queues
+                .get(&destination)
+                .map(|q| {
+                    q.iter()
+                        .map(|p| Pending {
+                            in_flight: false,
+                            ..p.clone()
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push(DeliveryRecord(DelOp::Queue { destination, items }));
         }
         out.extend(log.into_iter().map(DeliveryRecord));
         Some(out)
@@ -350,15 +344,6 @@ impl DeliveryEngine {
                 self.dead_letter(l.notification, l.cause, l.reason, l.at_ms);
             }
             DelOp::Completion { run } => self.record_completion(run),
-        }
-    }
-
-    /// Switches a test-only fault on (feature `faults`).
-    pub fn set_fault(&mut self, fault: Switch) {
-        self.fault = fault;
-        let threads: Vec<Destination> = self.queues.keys().cloned().collect();
-        for d in &threads {
-            self.refresh(d);
         }
     }
 
@@ -445,7 +430,6 @@ impl DeliveryEngine {
         }
         self.queued_ids.insert(n.id);
         self.queue_changed(&n.destination);
-        let first = fault_on!(self.fault, CompletionFirst) && n.kind == NoticeKind::Completion;
         let q = self.queues.entry(n.destination.clone()).or_default();
         let p = Pending {
             n,
@@ -455,11 +439,7 @@ impl DeliveryEngine {
             last_error: None,
         };
         let dest = p.n.destination.clone();
-        if first && !q.front().is_some_and(|h| h.in_flight) {
-            q.push_front(p);
-        } else {
-            q.push_back(p);
-        }
+        q.push_back(p);
         self.refresh(&dest);
         Ok(Enqueued::Queued)
     }
@@ -531,8 +511,7 @@ impl DeliveryEngine {
                 let head = q.front_mut().expect("found above");
                 head.in_flight = false;
                 head.last_error = Some(reason.clone());
-                let max = self.limits.max_attempts - u32::from(fault_on!(self.fault, FiveAttempts));
-                if head.attempts >= max {
+                if head.attempts >= self.limits.max_attempts {
                     let p = q.pop_front().expect("found above");
                     self.queued_ids.remove(&id);
                     self.dead_letter(
@@ -548,17 +527,7 @@ impl DeliveryEngine {
                         .backoff_base_ms
                         .saturating_mul(1 << shift)
                         .min(self.limits.backoff_max_ms);
-                    head.not_before_ms = if fault_on!(self.fault, NoBackoff) {
-                        now_ms
-                    } else {
-                        now_ms.saturating_add(backoff)
-                    };
-                    if fault_on!(self.fault, RetryNotBlocking) && q.len() > 1 {
-                        // "Retry later": the failed one goes to the back.
-                        if let Some(p) = q.pop_front() {
-                            q.push_back(p);
-                        }
-                    }
+                    head.not_before_ms = now_ms.saturating_add(backoff);
                 }
             }
         }
@@ -614,7 +583,7 @@ impl DeliveryEngine {
                     p.n.id
                 );
             }
-            let idle = !self.busy.contains(dest) || fault_on!(self.fault, DeliverIntoBusyThread);
+            let idle = !self.busy.contains(dest);
             let expected = q
                 .front()
                 .filter(|h| idle && !h.in_flight)
@@ -639,7 +608,7 @@ impl DeliveryEngine {
     }
 
     fn refresh(&mut self, dest: &Destination) {
-        let idle = !self.busy.contains(dest) || fault_on!(self.fault, DeliverIntoBusyThread);
+        let idle = !self.busy.contains(dest);
         let now = self
             .queues
             .get(dest)
@@ -784,23 +753,20 @@ impl DeliveryEngine {
     /// idempotent adapter dedupes on.
     pub fn encode(&self) -> Vec<u8> {
         let body = Body {
-            queues: if fault_on!(self.fault, QueueNotPersisted) {
-                Vec::new()
-            } else {
-                self.queues
-                    .iter()
-                    .map(|(d, q)| {
-                        let items = q
-                            .iter()
-                            .map(|p| Pending {
-                                in_flight: false,
-                                ..p.clone()
-                            })
-                            .collect();
-                        (d.clone(), items)
-                    })
-                    .collect()
-            },
+            queues: self
+                .queues
+                .iter()
+                .map(|(d, q)| {
+                    let items = q
+                        .iter()
+                        .map(|p| Pending {
+                            in_flight: false,
+                            ..p.clone()
+                        })
+                        .collect();
+                    (d.clone(), items)
+                })
+                .collect(),
             delivered: self.delivered_order.iter().copied().collect(),
             dead: self.dead.iter().cloned().collect(),
             busy: Vec::new(),

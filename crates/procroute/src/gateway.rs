@@ -13,7 +13,6 @@ use crate::delivery::{
     DeadCause, DeliveryEngine, DeliveryLimits, NoticeKind, Notification, NotificationId,
 };
 use crate::delta::{Durability, Record};
-use crate::fault::{self, fault_on};
 use crate::key::Policy;
 use crate::origin::Origin;
 use crate::persist::FileProblem;
@@ -35,10 +34,6 @@ pub struct Config {
     pub delivery: DeliveryLimits,
     /// Whole-file snapshots or journal records (STORE-4, STORE-7).
     pub durability: Durability,
-    /// Test-only fault switch (feature `faults`).
-    #[cfg(feature = "faults")]
-    #[serde(skip)]
-    pub fault: Option<crate::fault::Fault>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,43 +187,12 @@ pub struct Gateway {
     stats: Stats,
     shutdown_epoch: u64,
     shutdown_ids: BTreeSet<NotificationId>,
-    /// What only the bank's faults remember (feature `faults`): without
-    /// the feature there is no "current thread" value at all.
-    #[cfg(feature = "faults")]
-    memo: FaultMemory,
     /// While [`Gateway::handle_batch`] runs: the files that changed (bit per
     /// [`FileKind`]); their snapshots are taken once, at the end.
     deferred: std::cell::Cell<Option<u8>>,
 }
 
-/// What only the bank's faults remember (feature `faults`).
-#[cfg(feature = "faults")]
-#[derive(Debug, Clone, Default)]
-struct FaultMemory {
-    /// The thread of the latest turn (`Fault::ForegroundRouting`).
-    foreground: Option<Destination>,
-    /// `Fault::CompletionDedupByProcessId`.
-    completed_pids: BTreeSet<String>,
-    /// `Fault::ResendOnTurnEnd`.
-    last_sent: std::collections::BTreeMap<Destination, Notification>,
-    /// `Fault::ShutdownQuotesOutput`.
-    last_output: String,
-}
-
 impl Gateway {
-    /// `Fault::ForegroundRouting`'s destination: the latest turn's thread.
-    /// Without the feature no such value exists and this is `d`.
-    fn foreground_or(&self, d: Destination) -> Destination {
-        #[cfg(feature = "faults")]
-        {
-            self.memo.foreground.clone().unwrap_or(d)
-        }
-        #[cfg(not(feature = "faults"))]
-        {
-            d
-        }
-    }
-
     /// A gateway with nothing persisted yet.
     pub fn new(config: Config) -> Gateway {
         let mut g = Gateway::untracked(config);
@@ -250,62 +214,7 @@ impl Gateway {
             shutdown_epoch: 0,
             deferred: std::cell::Cell::new(None),
             shutdown_ids: BTreeSet::new(),
-            #[cfg(feature = "faults")]
-            memo: FaultMemory::default(),
         }
-        .with_fault_switch()
-    }
-
-    /// Hands the test-only fault switch (feature `faults`) to the parts.
-    fn with_fault_switch(mut self) -> Gateway {
-        let f = switch(&self.config);
-        self.registry.set_fault(f);
-        self.delivery.set_fault(f);
-        self
-    }
-
-    /// Test-only: what a faulty renderer would have made of a text.
-    fn faulty_text(&self, mut text: String) -> String {
-        if fault_on!(switch(&self.config), SuppressedNotShown) {
-            if let Some(i) = text.rfind("\n(") {
-                if text[i..].contains("suppressed") {
-                    text.truncate(i);
-                }
-            }
-        }
-        if fault_on!(switch(&self.config), PatternNotNamed) {
-            if let (Some(a), Some(b)) = (text.find("watch pattern \""), text.find("\"]")) {
-                if a < b {
-                    text.replace_range(a + "watch pattern".len()..b + 1, "");
-                }
-            }
-        }
-        if fault_on!(switch(&self.config), RawControlChars) {
-            let mut out = String::new();
-            let mut rest = text.as_str();
-            while let Some(i) = rest.find("\\u{") {
-                out.push_str(&rest[..i]);
-                let after = &rest[i + 3..];
-                match after.find('}').and_then(|j| {
-                    u32::from_str_radix(&after[..j], 16)
-                        .ok()
-                        .and_then(char::from_u32)
-                        .map(|c| (c, j))
-                }) {
-                    Some((c, j)) => {
-                        out.push(c);
-                        rest = &after[j + 1..];
-                    }
-                    None => {
-                        out.push_str("\\u{");
-                        rest = after;
-                    }
-                }
-            }
-            out.push_str(rest);
-            text = out;
-        }
-        text
     }
 
     /// Rebuilds a gateway after a restart from its three files (any may be
@@ -320,7 +229,6 @@ impl Gateway {
         alive: impl FnMut(RunId, &SpawnRequest) -> bool,
     ) -> Result<(Gateway, Vec<Output>), (FileKind, FileProblem)> {
         let mut g = Gateway::untracked(config.clone());
-        let faults = switch(&config);
         let journal = config.durability == Durability::Journal;
         if let Some(b) = store {
             g.store =
@@ -329,7 +237,6 @@ impl Gateway {
         if let Some(b) = delivery {
             g.delivery = DeliveryEngine::decode(b, config.delivery.clone())
                 .map_err(|e| (FileKind::Delivery, e))?;
-            g.delivery.set_fault(faults);
         }
         if journal {
             // The store and the delivery log are exactly their images;
@@ -366,16 +273,9 @@ impl Gateway {
             let (reg, lost) = Registry::restore(b, config.limits.clone(), now_ms, &log, alive)
                 .map_err(|e| (FileKind::Checkpoint, e))?;
             g.registry = reg;
-            g.registry.set_fault(faults);
             if journal {
                 g.registry.track_changes(true);
             }
-            let lost = if fault_on!(switch(&g.config), NoLostCompletion) {
-                out.push(g.persist(FileKind::Checkpoint));
-                Vec::new()
-            } else {
-                lost
-            };
             // route_all makes the lost completions durable in the delivery
             // log, then checkpoints the registry without their runs.
             g.route_all(lost, now_ms, &mut out);
@@ -546,13 +446,6 @@ impl Gateway {
     }
 
     fn observe(&mut self, origin: &Origin, now_ms: u64, out: &mut Vec<Output>) -> Option<Lane> {
-        let folded;
-        let origin = if fault_on!(switch(&self.config), CaseFoldedLanes) {
-            folded = fold_case(origin);
-            &folded
-        } else {
-            origin
-        };
         match self.store.observe(origin, &self.config.policy, now_ms) {
             Ok((lane, created)) => {
                 if created {
@@ -612,7 +505,7 @@ impl Gateway {
                 After::Flush
             }
             Input::TurnStarted { origin } => self.turn_started(&origin, now_ms, &mut out),
-            Input::TurnEnded { origin } => self.turn_ended(&origin, now_ms, &mut out),
+            Input::TurnEnded { origin } => self.turn_ended(&origin),
             Input::Reset { origin } => self.reset(&origin, now_ms, &mut out),
             Input::Spawn {
                 origin,
@@ -620,7 +513,7 @@ impl Gateway {
                 command,
                 watch_patterns,
                 notify_on_exit,
-            } => match self.spawn_lane(&origin, now_ms, &mut out) {
+            } => match self.observe(&origin, now_ms, &mut out) {
                 Some(lane) => {
                     let req = SpawnRequest {
                         process_id,
@@ -636,7 +529,6 @@ impl Gateway {
             },
             Input::Output { run, chunk } => self.output(run, &chunk, now_ms, &mut out),
             Input::Finished { run, completion } => self.finished(run, completion, now_ms, &mut out),
-            Input::Tick if fault_on!(switch(&self.config), IdleTickNoFlush) => After::Return,
             Input::Tick => After::Flush,
             Input::Sent { id, error } => self.sent(id, error, now_ms, &mut out),
             Input::Shutdown => self.shutdown(now_ms, &mut out),
@@ -656,29 +548,12 @@ impl Gateway {
     fn turn_started(&mut self, origin: &Origin, now_ms: u64, out: &mut Vec<Output>) -> After {
         self.observe(origin, now_ms, out);
         self.delivery.turn_started(&Destination::of(origin));
-        #[cfg(feature = "faults")]
-        {
-            self.memo.foreground = Some(Destination::of(origin));
-        }
         After::Flush
     }
 
     /// A turn ends in `origin`'s thread: what waited for it may go.
-    fn turn_ended(&mut self, origin: &Origin, now_ms: u64, out: &mut Vec<Output>) -> After {
+    fn turn_ended(&mut self, origin: &Origin) -> After {
         self.delivery.turn_ended(&Destination::of(origin));
-        #[cfg(feature = "faults")]
-        if fault_on!(switch(&self.config), ResendOnTurnEnd) {
-            if let Some(n) = self.memo.last_sent.get(&Destination::of(origin)) {
-                out.push(Output::Send(n.clone()));
-            }
-        }
-        if fault_on!(switch(&self.config), TurnEndDoesNotFlush) {
-            return After::Return;
-        }
-        if fault_on!(switch(&self.config), DeliveryOnlyAtTurnEnd) {
-            self.flush_now(now_ms, out);
-            return After::Return;
-        }
         After::Flush
     }
 
@@ -692,25 +567,14 @@ impl Gateway {
         After::Flush
     }
 
-    /// The lane a spawn in `origin`'s thread runs on (observed first, like
-    /// any input from the thread); `None` if the store refused the lane.
-    fn spawn_lane(&mut self, origin: &Origin, now_ms: u64, out: &mut Vec<Output>) -> Option<Lane> {
-        if fault_on!(switch(&self.config), GroupThreadFromKeyOnMiss) {
-            return Some(Lane::of(origin, &self.config.policy));
-        }
-        self.observe(origin, now_ms, out)
-    }
-
     /// A background process starts with the origin it captured (PROC-1).
     fn spawn(&mut self, req: SpawnRequest, now_ms: u64, out: &mut Vec<Output>) -> After {
-        let early_checkpoint = fault_on!(switch(&self.config), CheckpointBeforeRouting)
-            .then(|| self.persist(FileKind::Checkpoint));
         let lane = req.lane.clone();
         match self.registry.spawn(req, now_ms) {
             Ok(run) => {
                 // Checkpoint with routing before anyone learns the run id
                 // (PROC-8).
-                out.push(early_checkpoint.unwrap_or_else(|| self.persist(FileKind::Checkpoint)));
+                out.push(self.persist(FileKind::Checkpoint));
                 out.push(Output::Spawned { run, lane });
             }
             Err(e) => out.push(Output::Rejected {
@@ -722,10 +586,6 @@ impl Gateway {
 
     /// A run printed `chunk`: watch events, routed (PROC-3..6).
     fn output(&mut self, run: RunId, chunk: &str, now_ms: u64, out: &mut Vec<Output>) -> After {
-        #[cfg(feature = "faults")]
-        if fault_on!(switch(&self.config), ShutdownQuotesOutput) {
-            self.memo.last_output = chunk.lines().last().unwrap_or("").to_owned();
-        }
         match self.registry.output(run, chunk, now_ms) {
             Ok(events) => self.route_all(events, now_ms, out),
             Err(e) => out.push(Output::Rejected {
@@ -765,20 +625,11 @@ impl Gateway {
         out: &mut Vec<Output>,
     ) -> After {
         let ok = error.is_none();
-        let unconfirmed = fault_on!(switch(&self.config), ShutdownUnconfirmed)
-            && matches!(id, NotificationId::Shutdown { .. });
-        let error = if fault_on!(switch(&self.config), AdapterFailureDrops) || unconfirmed {
-            None // pretend it worked: the notification is gone
-        } else {
-            error
-        };
         self.delivery.ack(id, error.map_or(Ok(()), Err), now_ms);
         if ok && self.shutdown_ids.remove(&id) && self.delivery.was_delivered(&id) {
             self.stats.shutdown_notices_sent += 1;
         }
-        if !(ok && fault_on!(switch(&self.config), AckNotPersisted)) {
-            out.push(self.persist(FileKind::Delivery));
-        }
+        out.push(self.persist(FileKind::Delivery));
         After::Flush
     }
 
@@ -792,20 +643,9 @@ impl Gateway {
             .map(|(_, e)| Destination::of(&e.origin))
             .collect();
         threads.sort();
-        if !fault_on!(switch(&self.config), ShutdownPerLane) {
-            threads.dedup();
-        }
+        threads.dedup();
         for (index, destination) in threads.into_iter().enumerate() {
-            let mut text = text::shutdown_notice();
-            #[cfg(feature = "faults")]
-            if fault_on!(switch(&self.config), ShutdownQuotesOutput)
-                && !self.memo.last_output.is_empty()
-            {
-                text.push_str(&format!(" Last output: {}", self.memo.last_output));
-            }
-            if fault_on!(switch(&self.config), ShutdownTextVaries) {
-                text.push_str(&format!(" ({})", destination.chat_id.as_str()));
-            }
+            let text = text::shutdown_notice();
             let id = NotificationId::Shutdown {
                 epoch: self.shutdown_epoch,
                 index: index as u32,
@@ -841,50 +681,7 @@ impl Gateway {
             if matches!(e.kind, crate::registry::EventKind::Completion { .. }) {
                 self.delivery.record_completion(e.run);
             }
-            #[cfg(feature = "faults")]
-            if fault_on!(switch(&self.config), CompletionDedupByProcessId)
-                && matches!(e.kind, crate::registry::EventKind::Completion { .. })
-                && !self.memo.completed_pids.insert(e.process_id.clone())
-            {
-                continue;
-            }
-            let conflict = fault_on!(switch(&self.config), ConflictWhenUserDiffers)
-                && self
-                    .store
-                    .get(&e.lane)
-                    .is_some_and(|entry| entry.origin != e.origin);
-            let resolved = if conflict {
-                let d = Box::new(Destination::of(&e.origin));
-                Err(DropReason::OriginConflict {
-                    lane: e.lane.clone(),
-                    stored: d.clone(),
-                    captured: d,
-                })
-            } else if fault_on!(switch(&self.config), CaseFoldedLanes) {
-                // The stored origin is the truth; keys are assumed injective.
-                match self.store.get(&e.lane) {
-                    Some(entry) => Ok(router::Routed {
-                        destination: Destination::of(&entry.origin),
-                        source: router::RouteSource::Store,
-                    }),
-                    None => router::resolve(&self.store, &e),
-                }
-            } else if fault_on!(switch(&self.config), ForegroundRouting) {
-                Ok(router::Routed {
-                    destination: self.foreground_or(Destination::of(&e.origin)),
-                    source: router::RouteSource::Captured,
-                })
-            } else if fault_on!(switch(&self.config), GroupThreadFromKeyOnMiss)
-                && self.store.get(&e.lane).is_none()
-            {
-                Ok(router::Routed {
-                    destination: hermes_positional(&e.origin, &self.config.policy),
-                    source: router::RouteSource::Key,
-                })
-            } else {
-                router::resolve(&self.store, &e)
-            };
-            match resolved {
+            match router::resolve(&self.store, &e) {
                 Ok(routed) => {
                     match routed.source {
                         router::RouteSource::Store => self.stats.routed_from_store += 1,
@@ -894,17 +691,8 @@ impl Gateway {
                         id: n_id,
                         kind: notice_kind(&e.kind),
                         destination: routed.destination,
-                        text: self.faulty_text(text::render(&e)),
+                        text: text::render(&e),
                     };
-                    if fault_on!(switch(&self.config), DeadLetterEverything) {
-                        self.delivery.dead_letter(
-                            n,
-                            DeadCause::NoRoute,
-                            "no route (fault)".into(),
-                            now_ms,
-                        );
-                        continue;
-                    }
                     if let Err((err, n)) = self.delivery.enqueue_or_return(n, now_ms) {
                         // Back-pressure: never silent (DELIVER-7).
                         self.delivery.dead_letter(
@@ -944,31 +732,10 @@ impl Gateway {
     /// Sends whatever is due — on every input, idle ticks included
     /// (DELIVER-1).
     fn flush(&mut self, now_ms: u64, out: &mut Vec<Output>) {
-        if fault_on!(switch(&self.config), DeliveryOnlyAtTurnEnd) {
-            return;
-        }
-        self.flush_now(now_ms, out);
-    }
-
-    fn flush_now(&mut self, now_ms: u64, out: &mut Vec<Output>) {
         for n in self.delivery.poll(now_ms) {
-            #[cfg(feature = "faults")]
-            if fault_on!(switch(&self.config), ResendOnTurnEnd) {
-                self.memo.last_sent.insert(n.destination.clone(), n.clone());
-            }
             out.push(Output::Send(n));
         }
     }
-}
-
-/// `Fault::CaseFoldedLanes`: the origin with its ids lower-cased.
-fn fold_case(origin: &Origin) -> Origin {
-    let low = |s: &str| s.to_lowercase();
-    let mut raw = crate::origin::RawOrigin::from(origin.clone());
-    raw.chat_id = low(&raw.chat_id);
-    raw.thread_id = raw.thread_id.as_deref().map(low);
-    raw.user_id = raw.user_id.as_deref().map(low);
-    Origin::try_from(raw).unwrap_or_else(|_| origin.clone())
 }
 
 fn notice_kind(k: &crate::registry::EventKind) -> NoticeKind {
@@ -980,45 +747,12 @@ fn notice_kind(k: &crate::registry::EventKind) -> NoticeKind {
     }
 }
 
-/// `Fault::GroupThreadFromKeyOnMiss`: what hermes-agent's positional
-/// parser makes of the origin's hermes key (part 5 as the thread for every
-/// chat type).
-fn hermes_positional(origin: &Origin, policy: &Policy) -> Destination {
-    let mut d = Destination::of(origin);
-    if let Ok(key) = crate::key::hermes::build(origin, policy) {
-        let parts: Vec<&str> = key.split(':').collect();
-        d.chat_id = crate::origin::Id::new(
-            crate::origin::Field::ChatId,
-            parts.get(4).copied().unwrap_or("?"),
-        )
-        .unwrap_or_else(|_| d.chat_id.clone());
-        d.thread_id = parts
-            .get(5)
-            .and_then(|t| crate::origin::Id::new(crate::origin::Field::ThreadId, *t).ok());
-    }
-    d
-}
-
-/// The fault `config` switches on (always off without the feature
-/// `faults`).
-fn switch(config: &Config) -> fault::Switch {
-    #[cfg(feature = "faults")]
-    {
-        fault::Switch::new(config.fault)
-    }
-    #[cfg(not(feature = "faults"))]
-    {
-        let _ = config;
-        fault::Switch::default()
-    }
-}
-
 /// What `Gateway::handle` does after an input's own work: send what may go
-/// now, or (only where a test-only fault says so) nothing more.
+/// now, or nothing more (a spawn the store refused a lane did no work).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum After {
     /// Flush the queues (the normal case).
     Flush,
-    /// Return at once (a fault's behaviour).
+    /// Return at once.
     Return,
 }

@@ -15,8 +15,6 @@
 //!   [`persist`]: the file envelope; [`journal`]: the journal's framing;
 //!   [`driver`]: the only I/O.
 //!
-//! [`fault`] is the test-only bug bank (feature `faults`).
-//!
 //! # Embedding it
 //!
 //! A gateway feeds [`gateway::Gateway`] its inputs with the time and
@@ -76,7 +74,6 @@ mod changes;
 pub mod delivery;
 pub mod delta;
 pub mod driver;
-pub mod fault;
 pub mod gateway;
 pub mod journal;
 pub mod key;

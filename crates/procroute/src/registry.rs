@@ -10,7 +10,6 @@ use std::collections::{HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fault::{fault_on, Switch};
 use crate::origin::Origin;
 use crate::persist::{self, FileProblem};
 use crate::store::Lane;
@@ -361,10 +360,6 @@ pub struct Registry {
     /// [`Registry::running`], lost runs) is sorted by run id first.
     running: HashMap<RunId, Proc, RunHasher>,
     breaker: Breaker,
-    /// Test-only fault switch (feature `faults`); zero-sized otherwise.
-    fault: Switch,
-    /// Only used under `Fault::GlobalTail`.
-    global_tail: String,
     /// Runs changed since the last [`Registry::take_changes`], when the
     /// gateway keeps a journal (`None`: not tracked). Hashed with a fixed
     /// seed (run ids are ours, not an attacker's), taken in run order.
@@ -392,8 +387,6 @@ impl std::fmt::Debug for Registry {
             .field("next_run", &self.next_run)
             .field("running", &self.sorted())
             .field("breaker", &self.breaker)
-            .field("fault", &self.fault)
-            .field("global_tail", &self.global_tail)
             .field("changes", &changes)
             .field("taken_next_run", &self.taken_next_run)
             .finish()
@@ -471,8 +464,6 @@ impl Registry {
             next_run: 1,
             running: HashMap::default(),
             breaker: Breaker::default(),
-            fault: Switch::default(),
-            global_tail: String::new(),
             changes: None,
             taken_next_run: 1,
             last_patterns: SharedPatterns::default(),
@@ -652,11 +643,6 @@ impl Registry {
         &self.limits
     }
 
-    /// Switches a test-only fault on (feature `faults`).
-    pub fn set_fault(&mut self, fault: Switch) {
-        self.fault = fault;
-    }
-
     /// The next run id to be issued; every run id below it was issued.
     pub fn next_run(&self) -> u64 {
         self.next_run
@@ -771,7 +757,6 @@ impl Registry {
         now_ms: u64,
     ) -> Result<Vec<ProcessEvent>, RegistryError> {
         let limits = self.limits.clone();
-        let f = self.fault;
         let p = self
             .running
             .get_mut(&run)
@@ -796,43 +781,21 @@ impl Registry {
         }
         let matched_any = pattern.is_some();
         let p = self.running.get_mut(&run).expect("looked up above");
-        if fault_on!(f, TailFromStart) {
-            let room = limits.tail_max_chars.saturating_sub(p.tail.chars().count());
-            let appended: String = chunk.chars().take(room).collect();
-            p.tail.push_str(&appended);
-            self.touched(run, &appended, matched_any);
-        } else {
-            push_tail(&mut p.tail, chunk, limits.tail_max_chars);
-            self.touched(run, chunk, matched_any);
-        }
+        push_tail(&mut p.tail, chunk, limits.tail_max_chars);
+        self.touched(run, chunk, matched_any);
         let p = self.running.get_mut(&run).expect("looked up above");
-        if fault_on!(f, GlobalTail) {
-            push_tail(&mut self.global_tail, chunk, limits.tail_max_chars);
-        }
         let Some(pattern) = pattern else {
             return Ok(Vec::new());
         };
         // Per-process cooldown and strikes (PROC-4, PROC-5).
-        if fault_on!(f, ExcerptFirstLineOnly) {
-            matched.truncate(1);
-        }
-        if fault_on!(f, ExcerptWholeChunk) {
-            matched = chunk.lines().collect();
-        }
-        let inclusive = fault_on!(f, CooldownInclusive);
-        if let Some(until) = p
-            .cooldown_until
-            .filter(|u| now_ms < *u || (inclusive && now_ms == *u))
-        {
-            let _ = until;
+        if p.cooldown_until.is_some_and(|until| now_ms < until) {
             p.suppressed += matched.len() as u64;
             if !p.strike_candidate {
                 p.strike_candidate = true;
                 p.strikes += 1;
-                let limit = limits.watch_strike_limit - u32::from(fault_on!(f, StrikeLimitTwo));
-                if p.strikes >= limit {
+                if p.strikes >= limits.watch_strike_limit {
                     p.watch_disabled = true;
-                    p.notify_on_exit = !fault_on!(f, NoPromotion) || p.notify_on_exit;
+                    p.notify_on_exit = true;
                     let suppressed = std::mem::take(&mut p.suppressed);
                     return Ok(vec![Registry::event(
                         p,
@@ -848,12 +811,7 @@ impl Registry {
             p.strikes = 0;
         }
         p.strike_candidate = false;
-        let interval = if fault_on!(f, CooldownTooShort) {
-            limits.watch_min_interval_ms - 1_000
-        } else {
-            limits.watch_min_interval_ms
-        };
-        p.cooldown_until = Some(now_ms.saturating_add(interval));
+        p.cooldown_until = Some(now_ms.saturating_add(limits.watch_min_interval_ms));
         // Global breaker (PROC-6): a dropped match is counted on its own
         // process and reported on that process's next event — never as an
         // origin-less broadcast.
@@ -873,11 +831,8 @@ impl Registry {
             b.window_start = Some(now_ms);
             b.window_hits = 0;
         }
-        let max = limits.global_max_per_window + u32::from(fault_on!(f, BreakerSixteen));
-        if b.window_hits >= max {
-            if !fault_on!(f, BreakerNoPause) {
-                b.tripped_until = Some(now_ms.saturating_add(limits.global_cooldown_ms));
-            }
+        if b.window_hits >= limits.global_max_per_window {
+            b.tripped_until = Some(now_ms.saturating_add(limits.global_cooldown_ms));
             p.suppressed += matched.len() as u64;
             return Ok(Vec::new());
         }
@@ -908,15 +863,10 @@ impl Registry {
             .remove(&run)
             .ok_or(RegistryError::NotRunning(run))?;
         self.mark(run, Change::Gone);
-        let silent = fault_on!(self.fault, KilledSilent) && completion == Completion::Killed;
-        if (!p.notify_on_exit && !fault_on!(self.fault, NotifyAlways)) || silent {
+        if !p.notify_on_exit {
             return Ok(Vec::new());
         }
-        let tail = if fault_on!(self.fault, GlobalTail) {
-            self.global_tail.clone()
-        } else {
-            std::mem::take(&mut p.tail)
-        };
+        let tail = std::mem::take(&mut p.tail);
         let suppressed = std::mem::take(&mut p.suppressed);
         Ok(vec![Registry::event(
             &mut p,

@@ -19,8 +19,8 @@ pub fn execute(trace: &Trace) -> Result<TraceResult, String> {
     execute_with(trace, Config::default())
 }
 
-/// [`execute`] with a gateway configuration (tests use it to switch on a
-/// fault, feature `faults`).
+/// [`execute`] with a gateway configuration (the bug bank's copy uses it to
+/// switch on a fault, `tests/bug-bank/`).
 pub fn execute_with(trace: &Trace, config: Config) -> Result<TraceResult, String> {
     let mut x = Execution::new(trace, config)?;
     for op in &trace.ops {

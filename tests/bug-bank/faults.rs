@@ -1,11 +1,13 @@
-//! The historical bugs, caught (feature `faults`; `cargo test --features
-//! faults --test faults -- --nocapture` prints the figures).
+//! The historical bugs, caught. Compiled only in the bug bank's copy of
+//! the workspace (`tests/bug-bank/copy.sh`, whose patch registers this
+//! file as the test `faults`): there, `cargo test --release --features
+//! faults,arbitrary --test faults -- --nocapture` prints the figures.
 //!
 //! Each fault is switched on alone and the interleaving property suite is
 //! run with a fixed seed; it must fail within a bounded number of cases,
 //! and the shrunk counterexample is reported with its length.
 
-#[path = "support/traces.rs"]
+#[path = "../support/traces.rs"]
 mod traces;
 
 use proptest::strategy::Strategy;
@@ -329,5 +331,35 @@ fn the_counting_scopes_find_the_threshold_bugs() {
             "{fault:?} in {}: {body} ops, {explored} states explored, {}",
             scope.name, first.rule
         );
+    }
+}
+
+/// The trace fuzzer's body catches every historical fault from plain random
+/// bytes (what libFuzzer starts from), so a clean fuzzing run means
+/// something (features `arbitrary` and `faults`).
+#[cfg(feature = "arbitrary")]
+#[test]
+fn trace_vs_model_catches_every_historical_fault() {
+    use arbitrary::{Arbitrary, Unstructured};
+    for fault in Fault::HISTORICAL {
+        let config = Config {
+            fault: Some(fault),
+            ..Config::default()
+        };
+        let mut rng = procroute_suite::gen::Rng::new(99);
+        // Random points of the target's input space: traces decoded from
+        // random bytes.
+        let found = (0..5_000).find(|_| {
+            let bytes: Vec<u8> = (0..2_000).map(|_| rng.below(256) as u8).collect();
+            let mut u = Unstructured::new(&bytes);
+            procroute_suite::fuzzing::FuzzTrace::arbitrary(&mut u).is_ok_and(|t| {
+                procroute_suite::fuzzing::trace_vs_model_with(&t.trace, config.clone()).is_err()
+            })
+        });
+        assert!(
+            found.is_some(),
+            "{fault:?} not caught in 5,000 random inputs"
+        );
+        eprintln!("{fault:?}: caught at random input {}", found.unwrap_or(0));
     }
 }
