@@ -196,9 +196,9 @@ fn a_runtime_on_the_journal_persists_what_it_delivers() {
         })
         .expect("recovers")
     };
-    let (journal, opened) = open();
-    let (gateway, _) = recover(opened.files);
-    let mut rt = Runtime::with_journal(gateway, Recorder::default(), journal);
+    let (journal, _) = open();
+    let mut rt = Runtime::recover(config.clone(), Recorder::default(), journal, |_, _| false)
+        .expect("an empty journal recovers");
     let a = topic("-1001234567890", "42", "alice");
     rt.input(Input::Message { origin: a.clone() });
     rt.spawn_shell(a.clone(), "proc_a", "echo done", vec![], true)

@@ -146,6 +146,18 @@ pub trait Persist {
     fn name(&self) -> String;
 }
 
+impl<P: Persist + ?Sized> Persist for Box<P> {
+    fn load(&self) -> Result<Option<Vec<u8>>, PersistError> {
+        (**self).load()
+    }
+    fn store(&mut self, bytes: &[u8]) -> Result<(), PersistError> {
+        (**self).store(bytes)
+    }
+    fn name(&self) -> String {
+        (**self).name()
+    }
+}
+
 /// In-memory backend: for tests and for gateways that persist elsewhere.
 #[derive(Debug, Default, Clone)]
 pub struct MemoryPersist {

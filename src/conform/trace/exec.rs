@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{cause, kind, place, to_origin, Observed, Trace, TraceOp, TraceResult};
 use crate::gen::Rng;
 use procroute::delivery::NotificationId;
-use procroute::delta::{Durability, Image, Record};
+use procroute::delta::{Durability, Image};
 use procroute::driver::journal::{JournalFiles, JournalLimits};
+use procroute::driver::Backend;
 use procroute::gateway::{Config, Effect, FileKind, Gateway, Input, Output};
 use procroute::origin::Origin;
 use procroute::registry::{Completion, RunId};
@@ -44,6 +45,9 @@ pub struct CrashRun {
     /// Journal compactions begun (the journal backend's, after the last
     /// recovery; 0 with snapshots).
     pub compactions: u64,
+    /// Writes and compactions the backend was asked for, in the whole run:
+    /// the points a [`CrashPoint::Write`] can fall on.
+    pub writes: usize,
 }
 
 /// Runs `trace` with the three files on a simulated disk
@@ -60,56 +64,111 @@ pub fn execute_crashing(
     crash_after: usize,
     seed: u64,
 ) -> Result<CrashRun, String> {
-    let rng = Rng::new(seed);
-    let disk = match config.durability {
-        Durability::Snapshots => Disk::Sim {
-            files: [
-                procroute::driver::files::FilePersist::with_fs("/gw/store.json", fs.clone()),
-                procroute::driver::files::FilePersist::with_fs("/gw/checkpoint.json", fs.clone()),
-                procroute::driver::files::FilePersist::with_fs("/gw/delivery.json", fs.clone()),
-            ],
-            fs: {
-                fs.crash_after(crash_after);
-                fs.clone()
-            },
-            rng,
-        },
-        Durability::Journal => {
-            let (journal, _) = JournalFiles::open(
+    use procroute::driver::files::FilePersist;
+    let backend: Box<dyn Backend> = match config.durability {
+        Durability::Snapshots => Box::new(procroute::driver::Files {
+            store: FilePersist::with_fs("/gw/store.json", fs.clone()),
+            checkpoint: FilePersist::with_fs("/gw/checkpoint.json", fs.clone()),
+            delivery: FilePersist::with_fs("/gw/delivery.json", fs.clone()),
+        }),
+        // Creating the empty journal is not one of the trace's steps: the
+        // crash points count from after it.
+        Durability::Journal => Box::new(
+            JournalFiles::open(
                 "/gw",
                 fs.clone(),
                 CRASH_TEST_COMPACTION,
                 &config.limits,
                 &config.delivery,
             )
-            .map_err(|e| format!("opening an empty journal: {e}"))?;
-            // The crash points count from here: creating the empty
-            // journal is not one of the trace's steps.
-            fs.crash_after(crash_after);
-            Disk::SimJournal {
-                journal: Some(journal),
-                fs: fs.clone(),
-                rng,
-            }
-        }
+            .map_err(|e| format!("opening an empty journal: {e}"))?
+            .0,
+        ),
     };
+    let point = CrashPoint::Disk {
+        fs,
+        after: crash_after,
+        seed,
+    };
+    execute_crashing_on(trace, config, backend, point)
+}
+
+/// Where a crash-point run's machine dies ([`execute_crashing_on`]).
+#[derive(Debug, Clone)]
+pub enum CrashPoint {
+    /// At the simulated disk's `after`-th mutating operation (a write
+    /// torn, a rename lost…): the backend must live on `fs`; the restart
+    /// picks a crash image by `seed`.
+    Disk {
+        /// The disk the backend writes to.
+        fs: crate::simfs::SimFs,
+        /// Mutating operations that succeed before the crash.
+        after: usize,
+        /// Chooses the crash image (unsynced data lost or torn).
+        seed: u64,
+    },
+    /// Before the backend's `after`-th write or compaction, which never
+    /// happens: a crash between two writes, for any backend — the
+    /// granularity at which SQLite promises atomicity (one transaction per
+    /// write).
+    Write {
+        /// Writes (and compactions) that succeed before the crash.
+        after: usize,
+    },
+}
+
+/// Runs `trace` with its durable state on `backend` (any
+/// [`procroute::driver::Backend`]: snapshot files, the journal, SQLite),
+/// crashing once at `point`: the gateway dies there (the rest of that
+/// step's outputs never happen), the machine restarts, the gateway
+/// recovers from [`Backend::load`] — processes alive unless the crashed
+/// step ended them — and the trace goes on. The adapter treats
+/// notification ids as idempotency keys (DELIVER-6). `config.durability`
+/// must be the backend's.
+pub fn execute_crashing_on(
+    trace: &Trace,
+    config: Config,
+    backend: Box<dyn Backend>,
+    point: CrashPoint,
+) -> Result<CrashRun, String> {
+    if backend.durability() != config.durability {
+        return Err(format!(
+            "the backend keeps {:?}, the gateway is configured for {:?}",
+            backend.durability(),
+            config.durability
+        ));
+    }
+    let (fs, writes_left, rng) = match point {
+        CrashPoint::Disk { fs, after, seed } => {
+            fs.crash_after(after);
+            (Some(fs), None, Rng::new(seed))
+        }
+        CrashPoint::Write { after } => (None, Some(after), Rng::new(0)),
+    };
+    let disk = Disk::Backend(Box::new(OnBackend {
+        backend,
+        fs: fs.clone(),
+        rng,
+        writes_left,
+        compactions: 0,
+        writes: 0,
+    }));
     let mut x = Execution::on_disk(trace, config, disk)?;
     for op in &trace.ops {
         x.step(op)?;
     }
     let (crashed_at, spawned) = (x.crashed_at, x.spawned.clone());
-    let compactions = match &x.disk {
-        Disk::SimJournal {
-            journal: Some(j), ..
-        } => j.stats().compactions,
-        _ => 0,
+    let (compactions, writes) = match &x.disk {
+        Disk::Backend(b) => (b.compactions, b.writes),
+        _ => (0, 0),
     };
     Ok(CrashRun {
         result: x.finish(),
         crashed_at,
-        disk_ops: fs.ops(),
+        disk_ops: fs.map_or(0, |fs| fs.ops()),
         spawned,
         compactions,
+        writes,
     })
 }
 
@@ -127,41 +186,73 @@ enum Disk {
     Memory(BTreeMap<u8, Vec<u8>>),
     /// Journal records, applied to the images as they are appended.
     MemoryJournal(Box<Image>),
-    /// Snapshots on the simulated disk.
-    Sim {
-        files: [procroute::driver::files::FilePersist<crate::simfs::SimFs>; 3],
-        fs: crate::simfs::SimFs,
-        rng: Rng,
-    },
-    /// The journal backend on the simulated disk (`None` while the
-    /// gateway is down).
-    SimJournal {
-        journal: Option<JournalFiles<crate::simfs::SimFs>>,
-        fs: crate::simfs::SimFs,
-        rng: Rng,
-    },
+    /// A real backend, through the one trait, crashing once.
+    Backend(Box<OnBackend>),
 }
 
-impl Disk {
-    /// Stores one file; `false` when the disk crashed.
-    fn put(&mut self, k: u8, bytes: Vec<u8>) -> bool {
-        use procroute::persist::Persist;
-        match self {
-            Disk::Memory(m) => {
-                m.insert(k, bytes);
+/// A backend in a crash-point run, and where it crashes.
+struct OnBackend {
+    backend: Box<dyn Backend>,
+    /// The simulated disk under it (a [`CrashPoint::Disk`] run).
+    fs: Option<crate::simfs::SimFs>,
+    rng: Rng,
+    /// Writes left before a [`CrashPoint::Write`] crash (`None`: none
+    /// coming).
+    writes_left: Option<usize>,
+    /// Compactions begun since the last recovery.
+    compactions: u64,
+    /// Writes and compactions asked for, crashed or not.
+    writes: usize,
+}
+
+impl OnBackend {
+    /// Whether the machine dies before this write (a write crash point).
+    fn dies_now(&mut self) -> bool {
+        self.writes += 1;
+        match self.writes_left {
+            Some(0) => {
+                self.writes_left = None;
                 true
             }
-            Disk::Sim { files, .. } => files[usize::from(k)].store(&bytes).is_ok(),
-            Disk::MemoryJournal(_) | Disk::SimJournal { .. } => {
-                unreachable!("a journaling gateway appends")
+            Some(n) => {
+                self.writes_left = Some(n - 1);
+                false
             }
+            None => false,
         }
     }
 
-    /// Appends one group commit; `false` when the disk crashed.
-    fn append(&mut self, records: &[Record]) -> bool {
-        match self {
-            Disk::MemoryJournal(image) => {
+    /// Carries out one persistence output; `false` when the machine died.
+    fn write(&mut self, output: &Output) -> bool {
+        !self.dies_now() && self.backend.write(output).is_ok()
+    }
+
+    /// Compacts if the backend has grown; `false` when the machine died.
+    fn maintain(&mut self, g: &mut Gateway) -> bool {
+        if !self.backend.wants_compaction() {
+            return true;
+        }
+        self.compactions += 1;
+        !self.dies_now() && self.backend.compact(g.compact()).is_ok()
+    }
+
+    /// The machine restarts after a crash (a crash image of the disk).
+    fn restart(&mut self) {
+        if let Some(fs) = &self.fs {
+            fs.crash(&mut self.rng);
+        }
+    }
+}
+
+impl Disk {
+    /// Carries out one persistence output; `false` when the disk crashed.
+    fn write(&mut self, output: &Output) -> bool {
+        match (self, output) {
+            (Disk::Memory(m), Output::Persist { file, bytes }) => {
+                m.insert(file_index(*file), bytes.clone());
+                true
+            }
+            (Disk::MemoryJournal(image), Output::Append { records }) => {
                 for r in records {
                     image
                         .apply(r.clone())
@@ -169,41 +260,29 @@ impl Disk {
                 }
                 true
             }
-            Disk::SimJournal { journal, .. } => {
-                journal.as_mut().is_some_and(|j| j.append(records).is_ok())
-            }
-            Disk::Memory(_) | Disk::Sim { .. } => unreachable!("a snapshotting gateway persists"),
+            (Disk::Backend(b), o) => b.write(o),
+            (_, o) => unreachable!("the in-memory disk of the other durability got {o:?}"),
         }
     }
 
-    /// The three files as recovery reads them (the journal: opened again,
-    /// its images rebuilt).
-    fn load(&mut self, config: &Config) -> Result<[Option<Vec<u8>>; 3], String> {
-        use procroute::persist::Persist;
+    /// The three files as recovery reads them (a backend: read anew).
+    fn load(&mut self) -> Result<[Option<Vec<u8>>; 3], String> {
         match self {
             Disk::Memory(m) => Ok([0u8, 1, 2].map(|k| m.get(&k).cloned())),
-            Disk::Sim { files, .. } => {
-                let mut out = [None, None, None];
-                for (o, f) in out.iter_mut().zip(files.iter()) {
-                    *o = f.load().map_err(|e| e.to_string())?;
-                }
-                Ok(out)
-            }
             Disk::MemoryJournal(image) => Ok(image.files().map(Some)),
-            Disk::SimJournal { journal, fs, .. } => {
-                *journal = None;
-                let (j, opened) = JournalFiles::open(
-                    "/gw",
-                    fs.clone(),
-                    CRASH_TEST_COMPACTION,
-                    &config.limits,
-                    &config.delivery,
-                )
-                .map_err(|e| e.to_string())?;
-                *journal = Some(j);
-                Ok(opened.files.map(Some))
+            Disk::Backend(b) => {
+                b.compactions = 0;
+                b.backend.load().map_err(|e| e.to_string())
             }
         }
+    }
+}
+
+fn file_index(file: FileKind) -> u8 {
+    match file {
+        FileKind::Store => 0,
+        FileKind::Checkpoint => 1,
+        FileKind::Delivery => 2,
     }
 }
 
@@ -254,7 +333,7 @@ impl Execution {
         match &self.disk {
             Disk::Memory(m) => Some([0u8, 1, 2].map(|k| m.get(&k).cloned())),
             Disk::MemoryJournal(image) => Some(image.files().map(Some)),
-            Disk::Sim { .. } | Disk::SimJournal { .. } => None,
+            Disk::Backend(_) => None,
         }
     }
 
@@ -435,9 +514,8 @@ impl Execution {
             // Its processes live on, except the ones that have ended.
             self.crashed = false;
             self.crashed_at.get_or_insert(step);
-            match &mut self.disk {
-                Disk::Sim { fs, rng, .. } | Disk::SimJournal { fs, rng, .. } => fs.crash(rng),
-                Disk::Memory(_) | Disk::MemoryJournal(_) => {}
+            if let Disk::Backend(b) = &mut self.disk {
+                b.restart();
             }
             self.recover(step)?;
         }
@@ -491,7 +569,7 @@ impl Execution {
     fn recover(&mut self, step: usize) -> Result<(), String> {
         let [s, c, d] = self
             .disk
-            .load(&self.config)
+            .load()
             .map_err(|e| format!("step {step}: recovery failed: {e}"))?;
         let ended = &self.ended;
         let (g, out) = Gateway::recover(
@@ -522,23 +600,10 @@ impl Execution {
         // Only a crash-point run has resends (a crash between send and
         // acknowledgement); elsewhere a repeated id is shown, so the judge
         // sees it.
-        let crash_run = matches!(disk, Disk::Sim { .. } | Disk::SimJournal { .. });
+        let crash_run = matches!(disk, Disk::Backend(_));
         let done = self.g.carry_out(self.now, outs, |o| match o {
-            Output::Append { records } => {
-                if disk.append(records) {
-                    Effect::Done
-                } else {
-                    *crashed = true;
-                    Effect::Halt
-                }
-            }
-            Output::Persist { file, bytes } => {
-                let k = match file {
-                    FileKind::Store => 0,
-                    FileKind::Checkpoint => 1,
-                    FileKind::Delivery => 2,
-                };
-                if disk.put(k, bytes.clone()) {
+            Output::Append { .. } | Output::Persist { .. } => {
+                if disk.write(o) {
                     Effect::Done
                 } else {
                     *crashed = true;
@@ -569,12 +634,9 @@ impl Execution {
             }
             _ => Effect::Done,
         });
-        // Compaction between inputs, when the journal has grown.
-        if let Disk::SimJournal {
-            journal: Some(j), ..
-        } = &mut self.disk
-        {
-            if !self.crashed && j.wants_compaction() && j.compact(self.g.compact()).is_err() {
+        // Compaction between inputs, when the backend has grown.
+        if let Disk::Backend(b) = &mut self.disk {
+            if !self.crashed && !b.maintain(&mut self.g) {
                 self.crashed = true;
             }
         }

@@ -26,7 +26,9 @@ pub mod shrink;
 pub mod steer;
 pub mod twins;
 
-pub use exec::{execute, execute_crashing, execute_with, CrashRun, Execution};
+pub use exec::{
+    execute, execute_crashing, execute_crashing_on, execute_with, CrashPoint, CrashRun, Execution,
+};
 pub use file::TraceFile;
 pub use gen::{
     generate, generate_steered, generate_threads, generate_threads_steered,

@@ -28,9 +28,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::backend::{mismatch, Backend};
 use super::files::{FileSystem, RealFs};
 use crate::delivery::DeliveryLimits;
-use crate::delta::{Image, Record};
+use crate::delta::{Durability, Image, Record};
+use crate::gateway::Output;
 use crate::journal::{self, Tail};
 use crate::persist::FileKind;
 use crate::persist::{FileProblem, PersistError, MAX_FILE_BYTES};
@@ -99,6 +101,8 @@ pub struct JournalFiles<F: FileSystem = RealFs> {
     /// The group commit being built, its buffer reused from one to the
     /// next.
     batch: journal::BatchWriter,
+    /// What opening it again needs ([`Backend::load`]).
+    reopen: (Limits, DeliveryLimits),
 }
 
 fn problem(path: &Path, problem: FileProblem) -> PersistError {
@@ -177,6 +181,7 @@ impl<F: FileSystem> JournalFiles<F> {
             limits,
             stats: JournalStats::default(),
             batch: journal::BatchWriter::new(),
+            reopen: (registry.clone(), delivery.clone()),
         };
         let mut image = Image::empty(registry, delivery);
         let base_path = j.base_path();
@@ -398,6 +403,45 @@ impl<F: FileSystem> JournalFiles<F> {
         self.journal_bytes = fresh.len() as u64;
         self.stats.compactions += 1;
         Ok(())
+    }
+}
+
+/// The journal as one [`Backend`]: records appended, one group commit per
+/// output; opened anew from its files by [`Backend::load`].
+impl<F: FileSystem + Clone> Backend for JournalFiles<F> {
+    fn durability(&self) -> Durability {
+        Durability::Journal
+    }
+
+    fn load(&mut self) -> Result<[Option<Vec<u8>>; 3], PersistError> {
+        let (registry, delivery) = &self.reopen;
+        let (j, opened) = JournalFiles::open(
+            self.dir.clone(),
+            self.fs.clone(),
+            self.limits,
+            registry,
+            delivery,
+        )?;
+        *self = j;
+        Ok(opened.files.map(Some))
+    }
+
+    fn write(&mut self, output: &Output) -> Result<(), PersistError> {
+        match output {
+            Output::Append { records } => self.append(records),
+            Output::Persist { .. } => {
+                Err(mismatch(&self.journal_path().display().to_string(), output))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn wants_compaction(&self) -> bool {
+        JournalFiles::wants_compaction(self)
+    }
+
+    fn compact(&mut self, images: [Vec<u8>; 3]) -> Result<(), PersistError> {
+        JournalFiles::compact(self, images)
     }
 }
 

@@ -6,6 +6,7 @@
 //! else: it turns process output and exits into inputs, executes the core's
 //! outputs (persist, send), and feeds the adapter's answers back.
 
+pub mod backend;
 pub mod files;
 pub mod journal;
 pub mod process;
@@ -15,11 +16,14 @@ pub mod sqlite;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+pub use backend::{Backend, Files};
+
 use crate::delivery::Notification;
-use crate::gateway::{Config, Effect, FileKind, Gateway, Input, Output};
+use crate::delta::Durability;
+use crate::gateway::{Config, Effect, Gateway, Input, Output};
 use crate::origin::Origin;
-use crate::persist::{Persist, PersistError};
-use crate::registry::{Completion, RunId};
+use crate::persist::PersistError;
+use crate::registry::{Completion, RunId, SpawnRequest};
 
 /// A chat platform connection. `send` must be idempotent on
 /// `notification.id`: after a crash between a successful send and its
@@ -39,31 +43,13 @@ pub enum ProcMsg {
     Finished(RunId, Completion),
 }
 
-/// The three durable files.
-pub struct Files {
-    /// The session store's file.
-    pub store: Box<dyn Persist + Send>,
-    /// The process registry's checkpoint.
-    pub checkpoint: Box<dyn Persist + Send>,
-    /// The delivery log.
-    pub delivery: Box<dyn Persist + Send>,
-}
-
-/// Where a [`Runtime`] keeps the durable state.
-enum Durable {
-    /// Three snapshot files.
-    Files(Files),
-    /// The journal backend.
-    Journal(Box<journal::JournalFiles>),
-}
-
-/// The gateway with real I/O around it: processes on threads, files on a
-/// [`Persist`] backend or a journal, an [`Adapter`]. Everything it
-/// decides, the [`Gateway`] decides.
-pub struct Runtime<A: Adapter> {
+/// The gateway with real I/O around it: processes on threads, the durable
+/// state on a [`Backend`] (snapshot files, a journal, SQLite), an
+/// [`Adapter`]. Everything it decides, the [`Gateway`] decides.
+pub struct Runtime<A: Adapter, B: Backend = Files> {
     gateway: Gateway,
     adapter: A,
-    files: Durable,
+    backend: B,
     tx: Sender<ProcMsg>,
     rx: Receiver<ProcMsg>,
     procs: process::Processes,
@@ -74,36 +60,57 @@ pub struct Runtime<A: Adapter> {
     pub persist_errors: Vec<PersistError>,
 }
 
-impl<A: Adapter> Runtime<A> {
+impl<A: Adapter, B: Backend> Runtime<A, B> {
     /// A runtime with a fresh gateway (nothing loaded), offering
-    /// notifications to `adapter` and writing the three `files` (whole
-    /// snapshots: the gateway is made a snapshotting one).
-    pub fn new(config: Config, adapter: A, files: Files) -> Runtime<A> {
+    /// notifications to `adapter` and keeping the durable state on
+    /// `backend`: the gateway is given the backend's durability.
+    pub fn new(config: Config, adapter: A, backend: B) -> Runtime<A, B> {
         let config = Config {
-            durability: crate::delta::Durability::Snapshots,
+            durability: backend.durability(),
             ..config
         };
-        Runtime::with(Gateway::new(config), adapter, Durable::Files(files))
+        Runtime::with(Gateway::new(config), adapter, backend)
     }
 
-    /// A runtime around `gateway` (recovered from `journal` by the caller:
-    /// [`journal::JournalFiles::open`], then [`Gateway::recover`]),
-    /// appending its records to `journal` and compacting it when it has
-    /// grown. Its configuration must be [`crate::delta::Durability::Journal`].
-    pub fn with_journal(
-        gateway: Gateway,
+    /// A runtime whose gateway is recovered from what `backend` holds
+    /// ([`Backend::load`], then [`Gateway::recover`], given the backend's
+    /// durability); what recovery owes (lost runs' completions, their
+    /// persistence) is carried out at once. `alive` tells which
+    /// checkpointed runs still run (a new machine: none).
+    pub fn recover(
+        config: Config,
         adapter: A,
-        journal: journal::JournalFiles,
-    ) -> Runtime<A> {
-        Runtime::with(gateway, adapter, Durable::Journal(Box::new(journal)))
+        mut backend: B,
+        alive: impl FnMut(RunId, &SpawnRequest) -> bool,
+    ) -> Result<Runtime<A, B>, PersistError> {
+        let config = Config {
+            durability: backend.durability(),
+            ..config
+        };
+        let [store, checkpoint, delivery] = backend.load()?;
+        let (gateway, owed) = Gateway::recover(
+            config,
+            store.as_deref(),
+            checkpoint.as_deref(),
+            delivery.as_deref(),
+            0,
+            alive,
+        )
+        .map_err(|(file, problem)| PersistError::Bad {
+            file: format!("{file:?}"),
+            problem,
+        })?;
+        let mut rt = Runtime::with(gateway, adapter, backend);
+        rt.carry_out(0, owed);
+        Ok(rt)
     }
 
-    fn with(gateway: Gateway, adapter: A, files: Durable) -> Runtime<A> {
+    fn with(gateway: Gateway, adapter: A, backend: B) -> Runtime<A, B> {
         let (tx, rx) = mpsc::channel();
         Runtime {
             gateway,
             adapter,
-            files,
+            backend,
             tx,
             rx,
             procs: process::Processes::default(),
@@ -111,6 +118,11 @@ impl<A: Adapter> Runtime<A> {
             log: Vec::new(),
             persist_errors: Vec::new(),
         }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
     }
 
     /// The gateway inside.
@@ -133,54 +145,46 @@ impl<A: Adapter> Runtime<A> {
     pub fn input(&mut self, input: Input) -> Vec<Output> {
         let now = self.now_ms();
         let outputs = self.gateway.handle(now, input);
-        let (files, adapter, log, errors) = (
-            &mut self.files,
+        self.carry_out(now, outputs)
+    }
+
+    fn carry_out(&mut self, now: u64, outputs: Vec<Output>) -> Vec<Output> {
+        let (backend, adapter, log, errors) = (
+            &mut self.backend,
             &mut self.adapter,
             &mut self.log,
             &mut self.persist_errors,
         );
         let done = self.gateway.carry_out(now, outputs, |o| {
             log.push(o.clone());
-            match (o, &mut *files) {
-                (Output::Persist { file, bytes }, Durable::Files(files)) => {
-                    let target = match file {
-                        FileKind::Store => &mut files.store,
-                        FileKind::Checkpoint => &mut files.checkpoint,
-                        FileKind::Delivery => &mut files.delivery,
-                    };
-                    // The gateway keeps running; the error is kept.
-                    if let Err(e) = target.store(bytes) {
+            match o {
+                Output::Send(n) => Effect::Sent(adapter.send(n).err()),
+                Output::Persist { .. } | Output::Append { .. } => {
+                    let ours = matches!(
+                        (o, backend.durability()),
+                        (Output::Persist { .. }, Durability::Snapshots)
+                            | (Output::Append { .. }, Durability::Journal)
+                    );
+                    let written = backend.write(o);
+                    if let Err(e) = written {
                         errors.push(e);
                     }
-                    Effect::Done
-                }
-                (Output::Append { records }, Durable::Journal(j)) => {
-                    if let Err(e) = j.append(records) {
-                        errors.push(e);
+                    if ours {
+                        // The gateway keeps running; the error is kept.
+                        Effect::Done
+                    } else {
+                        // A gateway configured for the other backend:
+                        // nothing it promises would be durable, so
+                        // nothing goes on.
+                        Effect::Halt
                     }
-                    Effect::Done
                 }
-                (Output::Persist { .. }, Durable::Journal(_))
-                | (Output::Append { .. }, Durable::Files(_)) => {
-                    // A gateway configured for the other backend: nothing
-                    // it promises would be durable, so nothing goes on.
-                    errors.push(PersistError::Io {
-                        file: "(runtime)".into(),
-                        source: std::io::Error::other(
-                            "the gateway's durability does not match the runtime's backend",
-                        ),
-                    });
-                    Effect::Halt
-                }
-                (Output::Send(n), _) => Effect::Sent(adapter.send(n).err()),
                 _ => Effect::Done,
             }
         });
-        if let Durable::Journal(j) = &mut self.files {
-            if j.wants_compaction() {
-                if let Err(e) = j.compact(self.gateway.compact()) {
-                    self.persist_errors.push(e);
-                }
+        if self.backend.wants_compaction() {
+            if let Err(e) = self.backend.compact(self.gateway.compact()) {
+                self.persist_errors.push(e);
             }
         }
         done

@@ -22,9 +22,11 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::backend::{mismatch, Backend};
 use super::journal::{JournalLimits, JournalStats, Opened};
 use crate::delivery::DeliveryLimits;
-use crate::delta::{Image, Record};
+use crate::delta::{Durability, Image, Record};
+use crate::gateway::Output;
 use crate::persist::FileKind;
 use crate::persist::{FileProblem, PersistError};
 use crate::registry::Limits;
@@ -46,6 +48,8 @@ pub struct SqliteJournal {
     stats: JournalStats,
     records_bytes: u64,
     base_bytes: u64,
+    /// What opening it again needs ([`Backend::load`]).
+    reopen: (Limits, DeliveryLimits),
 }
 
 impl SqliteJournal {
@@ -96,6 +100,7 @@ impl SqliteJournal {
             stats: JournalStats::default(),
             records_bytes: 0,
             base_bytes: 0,
+            reopen: (registry.clone(), delivery.clone()),
         };
         let p = j.path.clone();
         let e = |e| Self::err(&p, e);
@@ -271,5 +276,36 @@ impl SqliteJournal {
         self.stats.compacted_bytes += bytes;
         self.stats.fsyncs += 2;
         Ok(())
+    }
+}
+
+/// SQLite as one [`Backend`]: one transaction per output; opened anew by
+/// [`Backend::load`].
+impl Backend for SqliteJournal {
+    fn durability(&self) -> Durability {
+        Durability::Journal
+    }
+
+    fn load(&mut self) -> Result<[Option<Vec<u8>>; 3], PersistError> {
+        let (registry, delivery) = &self.reopen;
+        let (j, opened) = SqliteJournal::open(self.path.clone(), self.limits, registry, delivery)?;
+        *self = j;
+        Ok(opened.files.map(Some))
+    }
+
+    fn write(&mut self, output: &Output) -> Result<(), PersistError> {
+        match output {
+            Output::Append { records } => self.append(records),
+            Output::Persist { .. } => Err(mismatch(&self.path.display().to_string(), output)),
+            _ => Ok(()),
+        }
+    }
+
+    fn wants_compaction(&self) -> bool {
+        SqliteJournal::wants_compaction(self)
+    }
+
+    fn compact(&mut self, images: [Vec<u8>; 3]) -> Result<(), PersistError> {
+        SqliteJournal::compact(self, images)
     }
 }
