@@ -71,32 +71,38 @@ fn backends(scratch: &scratch::Scratch) -> Vec<Kind> {
             }),
         ),
     ];
-    #[cfg(feature = "sqlite")]
-    {
-        let dir = scratch.path().to_owned();
-        let n = std::cell::Cell::new(0u64);
-        v.push((
-            "sqlite",
-            Box::new(move || {
-                n.set(n.get() + 1);
-                let path = dir.join(format!("db-{}.sqlite", n.get()));
-                let c = Config::default();
-                Box::new(move || -> Box<dyn Backend> {
-                    let (j, _) = procroute::driver::sqlite::SqliteJournal::open(
-                        &path,
-                        CRASH_TEST_COMPACTION,
-                        &c.limits,
-                        &c.delivery,
-                    )
-                    .expect("the database opens");
-                    Box::new(j)
-                })
-            }),
-        ));
-    }
-    #[cfg(not(feature = "sqlite"))]
-    let _ = scratch;
+    v.extend(sqlite(scratch));
     v
+}
+
+/// SQLite (feature `sqlite`): a new database file per medium.
+#[cfg(feature = "sqlite")]
+fn sqlite(scratch: &scratch::Scratch) -> Option<Kind> {
+    let dir = scratch.path().to_owned();
+    let n = std::cell::Cell::new(0u64);
+    Some((
+        "sqlite",
+        Box::new(move || {
+            n.set(n.get() + 1);
+            let path = dir.join(format!("db-{}.sqlite", n.get()));
+            let c = Config::default();
+            Box::new(move || -> Box<dyn Backend> {
+                let (j, _) = procroute::driver::sqlite::SqliteJournal::open(
+                    &path,
+                    CRASH_TEST_COMPACTION,
+                    &c.limits,
+                    &c.delivery,
+                )
+                .expect("the database opens");
+                Box::new(j)
+            })
+        }),
+    ))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn sqlite(_: &scratch::Scratch) -> Option<Kind> {
+    None
 }
 
 fn traces() -> u64 {

@@ -778,6 +778,13 @@ pub fn run_traces(
 }
 
 /// [`run_traces`], with the coverage of the generated traces.
+///
+/// Its phases: the first handshake fixes the session ([`TraceSession`]);
+/// the stored traces run; every wanted case is generated, run and judged
+/// in parallel on the workers ([`first_runs`]); then the cases are read in
+/// case order and reported, failures shrunk on one harness
+/// ([`TraceSession::report`]), so nothing reported depends on the number
+/// of workers.
 pub fn run_traces_covered(
     program: &str,
     args: &[String],
@@ -785,94 +792,401 @@ pub fn run_traces_covered(
     timeout: Duration,
     wants: impl Fn(&str) -> bool,
 ) -> Result<(Vec<Outcome>, Coverage), String> {
-    use super::trace::{generate_steered, quiescence, shrink};
     let mut coverage = Coverage::default();
+    let mut out = Vec::new();
     // Every worker's harness is spawned before the first handshake, so
     // their start-ups overlap; the first one also runs the stored traces
     // and does the shrinking.
     let jobs = if cfg.cases > 1 { cfg.jobs.max(1) } else { 1 };
-    let mut all = spawn_all(program, args, jobs, cfg.validate)?.into_iter();
-    let mut h = all.next().ok_or("no harness")?;
-    let mut extra: Vec<Harness> = all.collect();
-    let started = h.start(timeout)?;
-    let limits = started.validate()?;
-    let declared = started.declared();
-    if declared.read_acknowledges == crate::model::oracle::ReadAck::Never {
-        coverage.not_judged.push("PROC-11".into());
-    }
-    let judge = |t: &super::trace::Trace, r: &super::trace::TraceResult| {
-        crate::model::judge::judge_declared(t, r, &declared)
-    };
-    let profile = if cfg.unsteered {
-        super::trace::steer::Profile::default()
-    } else {
-        started.profile()?
-    };
-    if !cfg.unsteered {
-        coverage.steered = started.steer.iter().map(|s| s.describe()).collect();
-    }
-    let generate = |n: usize| {
-        let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64);
-        generate_steered(seed, cfg.max_steps, &limits, &profile.draw(seed))
-    };
-    let mut out = Vec::new();
-    if let Some(why) = started.trace_refusal() {
-        out.push(Outcome::skip(
-            format!("gen/{}/*", cfg.seed),
-            TRACE_RULES,
-            why,
-        ));
-        h.stop();
-        extra.into_iter().for_each(Harness::stop);
+    let mut workers = spawn_all(program, args, jobs, cfg.validate)?;
+    let Some(session) = TraceSession::start(
+        &mut workers,
+        (program, args),
+        cfg,
+        timeout,
+        &mut coverage,
+        &mut out,
+    )?
+    else {
         return Ok((out, coverage));
-    }
-    for e in &mut extra {
-        e.start(timeout)?;
-    }
-    // What a reader types to replay a saved trace against this harness.
-    let impl_arg = match (program, args) {
-        ("sh", [c, cmd, ..]) if c == "-c" => format!(" --impl '{}'", cmd.replace('\'', "'\\''")),
-        _ => String::new(),
     };
-    let mut workers = vec![h];
-    workers.append(&mut extra);
     let parallel_seq = std::sync::atomic::AtomicU64::new(1_000_001);
     if cfg.stored {
         run_stored(
             &mut workers,
-            &impl_arg,
+            &session.impl_arg,
             &parallel_seq,
             timeout,
-            (&limits, &declared),
+            (&session.limits, &session.declared),
             &wants,
             &mut out,
         )?;
     }
-    let mut wrote_svg = false;
-    let mut shrunk: std::collections::BTreeMap<String, usize> = Default::default();
-    let mut known_drawn = std::collections::BTreeSet::new();
-    let progress = {
-        use std::io::IsTerminal;
-        std::io::stderr().is_terminal() && cfg.cases >= 200
-    };
-    // Generation, first run and judging in parallel on the workers; the
-    // loop below reads them in case order and shrinks on `h`, so nothing
-    // it reports depends on the number of workers.
     let wanted: Vec<(usize, String)> = (0..cfg.cases)
         .map(|n| (n, format!("gen/{}/{n}", cfg.seed)))
         .filter(|(_, id)| wants(id))
         .collect();
-    let first_runs = par_cases(
-        &mut workers,
-        &wanted,
-        timeout,
-        &parallel_seq,
+    let runs = first_runs(&session, &mut workers, &wanted, &parallel_seq);
+    let mut seq = parallel_seq.into_inner();
+    let mut workers = workers.into_iter();
+    let mut h = workers.next().ok_or("no harness")?;
+    workers.for_each(Harness::stop);
+    let progress = {
+        use std::io::IsTerminal;
+        std::io::stderr().is_terminal() && cfg.cases >= 200
+    };
+    let mut tally = Tally::default();
+    for ((n, id), first) in wanted.into_iter().zip(runs) {
+        if progress && n % 50 == 0 {
+            eprint!("\rtraces {n}/{} ", cfg.cases);
+        }
+        let case = Case { n, id, first };
+        let o = session.report(case, (&mut h, &mut seq), &mut tally, &mut coverage);
+        out.extend(o);
+    }
+    if progress {
+        eprint!("\r{:30}\r", "");
+    }
+    h.stop();
+    Ok((out, coverage))
+}
+
+/// What the first handshake fixed for a whole run of generated traces.
+struct TraceSession<'a> {
+    cfg: &'a TraceRun,
+    timeout: Duration,
+    started: Started,
+    limits: super::constraint::Constraints,
+    declared: crate::model::judge::Declared,
+    profile: super::trace::steer::Profile,
+    /// What a reader types to replay a saved trace against this harness.
+    impl_arg: String,
+}
+
+/// One generated case, as the workers left it.
+struct Case {
+    n: usize,
+    id: String,
+    first: FirstRun,
+}
+
+/// What reporting remembers from one case to the next.
+#[derive(Default)]
+struct Tally {
+    wrote_svg: bool,
+    /// Failures shrunk so far, per rule (`--max-shrunk`).
+    shrunk: std::collections::BTreeMap<String, usize>,
+    /// Rules whose first known failure carries its trace.
+    known_drawn: std::collections::BTreeSet<String>,
+}
+
+impl<'a> TraceSession<'a> {
+    /// Starts every worker (the first's handshake decides the session);
+    /// `None` when the harness refuses traces altogether (its skip is in
+    /// `out`, the workers stopped).
+    fn start(
+        workers: &mut Vec<Harness>,
+        (program, args): (&str, &[String]),
+        cfg: &'a TraceRun,
+        timeout: Duration,
+        coverage: &mut Coverage,
+        out: &mut Vec<Outcome>,
+    ) -> Result<Option<TraceSession<'a>>, String> {
+        let h = workers.first_mut().ok_or("no harness")?;
+        let started = h.start(timeout)?;
+        let limits = started.validate()?;
+        let declared = started.declared();
+        if declared.read_acknowledges == crate::model::oracle::ReadAck::Never {
+            coverage.not_judged.push("PROC-11".into());
+        }
+        let profile = if cfg.unsteered {
+            super::trace::steer::Profile::default()
+        } else {
+            coverage.steered = started.steer.iter().map(|s| s.describe()).collect();
+            started.profile()?
+        };
+        if let Some(why) = started.trace_refusal() {
+            out.push(Outcome::skip(
+                format!("gen/{}/*", cfg.seed),
+                TRACE_RULES,
+                why,
+            ));
+            std::mem::take(workers).into_iter().for_each(Harness::stop);
+            return Ok(None);
+        }
+        for e in workers.iter_mut().skip(1) {
+            e.start(timeout)?;
+        }
+        let impl_arg = match (program, args) {
+            ("sh", [c, cmd, ..]) if c == "-c" => {
+                format!(" --impl '{}'", cmd.replace('\'', "'\\''"))
+            }
+            _ => String::new(),
+        };
+        Ok(Some(TraceSession {
+            cfg,
+            timeout,
+            started,
+            limits,
+            declared,
+            profile,
+            impl_arg,
+        }))
+    }
+
+    fn judge(
+        &self,
+        t: &super::trace::Trace,
+        r: &super::trace::TraceResult,
+    ) -> Vec<crate::model::judge::Violation> {
+        crate::model::judge::judge_declared(t, r, &self.declared)
+    }
+
+    fn seed(&self, n: usize) -> u64 {
+        self.cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64)
+    }
+
+    fn generate(&self, n: usize) -> super::trace::Trace {
+        let seed = self.seed(n);
+        super::trace::generate_steered(
+            seed,
+            self.cfg.max_steps,
+            &self.limits,
+            &self.profile.draw(seed),
+        )
+    }
+
+    fn exercised(&self, t: &super::trace::Trace) -> std::collections::BTreeSet<&'static str> {
+        crate::model::judge::exercised_with(t, self.declared.read_acknowledges)
+    }
+
+    /// One case's outcome: passed, skipped, errored, or failed — known,
+    /// left unshrunk, or shrunk on `h`. Counts its coverage.
+    fn report(
+        &self,
+        case: Case,
+        (h, seq): (&mut Harness, &mut u64),
+        tally: &mut Tally,
+        coverage: &mut Coverage,
+    ) -> Option<Outcome> {
+        let Case { n, id, first } = case;
+        let FirstRun {
+            trace,
+            exercised,
+            result,
+            violations,
+        } = first;
+        // A case no worker reached is regenerated here, only to report it.
+        let (trace, exercised) = match trace {
+            Some(t) => (t, exercised),
+            None => {
+                let t = self.generate(n);
+                let e = self.exercised(&t);
+                (t, e)
+            }
+        };
+        self.count(n, &exercised, coverage);
+        let cited = cited_rules(&exercised);
+        let result = match result {
+            Ok(r) => r,
+            Err(NoResult::Skipped(why)) => return Some(Outcome::skip(id, &cited, why)),
+            // The worker restarted its harness already.
+            Err(NoResult::Errored(e)) => return Some(Outcome::errored(id, &cited, e)),
+        };
+        if violations.is_empty() {
+            coverage.passed += 1;
+            for r in &exercised {
+                *coverage.passed_by_rule.entry((*r).to_owned()).or_default() += 1;
+            }
+            return Some(Outcome::pass(id, &cited));
+        }
+        let failed = Failed {
+            n,
+            id,
+            trace,
+            result,
+            violations,
+        };
+        if self
+            .cfg
+            .known
+            .iter()
+            .any(|p| super::select::glob(p, &failed.id))
+        {
+            return Some(self.known(failed, tally));
+        }
+        let count = tally
+            .shrunk
+            .entry(failed.violations[0].rule.clone())
+            .or_insert(0);
+        if *count >= self.cfg.max_shrunk {
+            let count = *count;
+            return Some(self.unshrunk(failed, count));
+        }
+        *count += 1;
+        Some(self.shrunk(failed, (h, seq), tally))
+    }
+
+    /// Coverage of one generated case (and of its unsteered twin).
+    fn count(
+        &self,
+        n: usize,
+        exercised: &std::collections::BTreeSet<&'static str>,
+        coverage: &mut Coverage,
+    ) {
+        coverage.traces += 1;
+        for r in exercised {
+            *coverage.by_rule.entry((*r).to_owned()).or_default() += 1;
+        }
+        if !self.profile.is_empty() {
+            // What the same seed reaches without the profile: a rule the
+            // profile alone keeps under the floor is then told apart from
+            // one the generator never reaches (model's view, no harness).
+            let plain =
+                super::trace::generate_within(self.seed(n), self.cfg.max_steps, &self.limits);
+            for r in self.exercised(&plain) {
+                *coverage.unsteered_by_rule.entry(r.to_owned()).or_default() += 1;
+            }
+        }
+    }
+
+    /// A failure the run was told to expect (`--known`): saved, pinned to
+    /// every violation (`select::check_pins`), not shrunk.
+    fn known(&self, f: Failed, tally: &mut Tally) -> Outcome {
+        let first = &f.violations[0];
+        let file = trace_file(self.cfg, &f.id, &self.started, first, &f.trace, None);
+        let path = save(self.cfg, f.n, &file);
+        let mut note = "known failure: not shrunk".to_owned();
+        if let Some(path) = path {
+            note.push_str(&format!("; saved {}", path.display()));
+        }
+        let detail = failure_detail(&f.violations, &f.trace, &f.result, &note);
+        let mut o = Outcome::check(f.id.clone(), &[first.rule.as_str()], Some(detail));
+        o.violations = crate::model::judge::signatures(&f.trace, &f.violations);
+        // The first known failure of each rule carries its trace as
+        // generated, so a report can draw one example per rule without
+        // carrying hundreds.
+        if tally.known_drawn.insert(first.rule.clone()) {
+            o.counterexample = Some(Box::new(Counterexample {
+                file,
+                result: f.result,
+            }));
+        }
+        o
+    }
+
+    /// A failure past `--max-shrunk` of its rule: saved as generated.
+    fn unshrunk(&self, f: Failed, count: usize) -> Outcome {
+        let first = &f.violations[0];
+        let mut note = format!(
+            "not shrunk: {count} failures of {} were; replay with --only {}",
+            first.rule, f.id
+        );
+        let file = trace_file(self.cfg, &f.id, &self.started, first, &f.trace, None);
+        if let Some(path) = save(self.cfg, f.n, &file) {
+            note.push_str(&format!("; saved {}", path.display()));
+        }
+        let detail = failure_detail(&f.violations, &f.trace, &f.result, &note);
+        let mut o = Outcome::check(f.id.clone(), &[first.rule.as_str()], Some(detail));
+        o.violations = crate::model::judge::signatures(&f.trace, &f.violations);
+        o
+    }
+
+    /// A failure shrunk on `h` to a trace that still breaks its first
+    /// rule; headline, violations, timeline and saved file describe the
+    /// shrunk trace, the original is named by id and length.
+    fn shrunk(&self, f: Failed, (h, seq): (&mut Harness, &mut u64), tally: &mut Tally) -> Outcome {
+        let first = f.violations[0].clone();
+        let suffix = super::trace::quiescence(f.trace.threads.len()).len();
+        let (small, runs) =
+            super::trace::shrink(&f.trace, suffix, self.cfg.max_shrink_runs, |cand| {
+                *seq += 1;
+                run_trace_case(h, *seq, cand, self.timeout)
+                    .map(|r| self.judge(cand, &r).iter().any(|v| v.rule == first.rule))
+                    .unwrap_or(false)
+            });
+        *seq += 1;
+        let small_result = run_trace_case(h, *seq, &small, self.timeout).unwrap_or_default();
+        let mut small_v = self.judge(&small, &small_result);
+        if let Some(i) = small_v.iter().position(|v| v.rule == first.rule) {
+            let head = small_v.remove(i);
+            small_v.insert(0, head);
+        } else {
+            small_v.insert(0, first.clone());
+        }
+        let original = body_len(&f.trace);
+        let mut note = format!(
+            "shrunk from {original} to {} step(s) in {runs} harness run(s) (the original: {}, {original} steps before quiescence)",
+            body_len(&small),
+            f.id
+        );
+        if let Some(svg) = self.cfg.svg.as_ref().filter(|_| !tally.wrote_svg) {
+            let picture = super::render::timeline_svg(&small, &small_result);
+            if std::fs::write(svg, picture).is_ok() {
+                tally.wrote_svg = true;
+                note.push_str(&format!("; timeline {}", svg.display()));
+            }
+        }
+        save(
+            self.cfg,
+            f.n,
+            &trace_file(self.cfg, &f.id, &self.started, &first, &f.trace, None),
+        );
+        let file = trace_file(
+            self.cfg,
+            &f.id,
+            &self.started,
+            &small_v[0],
+            &small,
+            Some((&f.id, original)),
+        );
+        if let Some(path) = save(self.cfg, f.n, &file) {
+            note.push_str(&format!(
+                "; saved {} (replay: procroute replay {}{})",
+                path.display(),
+                path.display(),
+                self.impl_arg
+            ));
+        }
+        let detail = failure_detail(&small_v, &small, &small_result, &note);
+        let mut o = Outcome::check(f.id.clone(), &[first.rule.as_str()], Some(detail));
+        o.violations = crate::model::judge::signatures(&f.trace, &f.violations);
+        o.counterexample = Some(Box::new(Counterexample {
+            file,
+            result: small_result,
+        }));
+        o
+    }
+}
+
+/// A generated case that failed, as first run.
+struct Failed {
+    n: usize,
+    id: String,
+    trace: super::trace::Trace,
+    result: super::trace::TraceResult,
+    violations: Vec<crate::model::judge::Violation>,
+}
+
+/// Generation, first run and judging of every wanted case, in parallel on
+/// the workers; in case order.
+fn first_runs(
+    s: &TraceSession<'_>,
+    workers: &mut [Harness],
+    wanted: &[(usize, String)],
+    seq: &std::sync::atomic::AtomicU64,
+) -> Vec<FirstRun> {
+    par_cases(
+        workers,
+        wanted,
+        s.timeout,
+        seq,
         |h, n_seq, (n, _)| {
-            let trace = generate(*n);
-            let exercised = crate::model::judge::exercised_with(&trace, declared.read_acknowledges);
-            let result = run_trace_case(h, n_seq, &trace, timeout);
+            let trace = s.generate(*n);
+            let exercised = s.exercised(&trace);
+            let result = run_trace_case(h, n_seq, &trace, s.timeout);
             let violations = match &result {
-                Ok(r) => judge(&trace, r),
+                Ok(r) => s.judge(&trace, r),
                 Err(_) => Vec::new(),
             };
             FirstRun {
@@ -889,169 +1203,7 @@ pub fn run_traces_covered(
             result: Err(NoResult::Errored(NO_HARNESS_LEFT.into())),
             violations: Vec::new(),
         },
-    );
-    let mut seq = parallel_seq.into_inner();
-    let mut workers = workers.into_iter();
-    let mut h = workers.next().ok_or("no harness")?;
-    workers.for_each(Harness::stop);
-    for ((n, id), first) in wanted.into_iter().zip(first_runs) {
-        if progress && n % 50 == 0 {
-            eprint!("\rtraces {n}/{} ", cfg.cases);
-        }
-        let FirstRun {
-            trace,
-            exercised,
-            result,
-            violations,
-        } = first;
-        // A case no worker reached is regenerated here, only to report it.
-        let (trace, exercised) = match trace {
-            Some(t) => (t, exercised),
-            None => {
-                let t = generate(n);
-                let e = crate::model::judge::exercised_with(&t, declared.read_acknowledges);
-                (t, e)
-            }
-        };
-        coverage.traces += 1;
-        for r in &exercised {
-            *coverage.by_rule.entry((*r).to_owned()).or_default() += 1;
-        }
-        if !profile.is_empty() {
-            // What the same seed reaches without the profile: a rule the
-            // profile alone keeps under the floor is then told apart from
-            // one the generator never reaches (model's view, no harness).
-            let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add(n as u64);
-            let plain = super::trace::generate_within(seed, cfg.max_steps, &limits);
-            for r in crate::model::judge::exercised_with(&plain, declared.read_acknowledges) {
-                *coverage.unsteered_by_rule.entry(r.to_owned()).or_default() += 1;
-            }
-        }
-        let cited = cited_rules(&exercised);
-        let result = match result {
-            Ok(r) => r,
-            Err(NoResult::Skipped(why)) => {
-                out.push(Outcome::skip(id, &cited, why));
-                continue;
-            }
-            Err(NoResult::Errored(e)) => {
-                // The worker restarted its harness already.
-                out.push(Outcome::errored(id, &cited, e));
-                continue;
-            }
-        };
-        let Some(first) = violations.first().cloned() else {
-            coverage.passed += 1;
-            for r in &exercised {
-                *coverage.passed_by_rule.entry((*r).to_owned()).or_default() += 1;
-            }
-            out.push(Outcome::pass(id, &cited));
-            continue;
-        };
-        let signatures = crate::model::judge::signatures(&trace, &violations);
-        if cfg.known.iter().any(|p| super::select::glob(p, &id)) {
-            let file = trace_file(cfg, &id, &started, &first, &trace, None);
-            let path = save(cfg, n, &file);
-            // Every violation, not only the first: a known case is pinned
-            // to all of them (`select::check_pins`).
-            let mut note = "known failure: not shrunk".to_owned();
-            if let Some(path) = path {
-                note.push_str(&format!("; saved {}", path.display()));
-            }
-            let detail = failure_detail(&violations, &trace, &result, &note);
-            let mut o = Outcome::check(id, &[first.rule.as_str()], Some(detail));
-            o.violations = signatures;
-            // The first known failure of each rule carries its trace as
-            // generated, so a report can draw one example per rule without
-            // carrying hundreds.
-            if known_drawn.insert(first.rule.clone()) {
-                o.counterexample = Some(Box::new(Counterexample { file, result }));
-            }
-            out.push(o);
-            continue;
-        }
-        let count = shrunk.entry(first.rule.clone()).or_insert(0usize);
-        if *count >= cfg.max_shrunk {
-            let mut note = format!(
-                "not shrunk: {count} failures of {} were; replay with --only {id}",
-                first.rule
-            );
-            let file = trace_file(cfg, &id, &started, &first, &trace, None);
-            if let Some(path) = save(cfg, n, &file) {
-                note.push_str(&format!("; saved {}", path.display()));
-            }
-            let detail = failure_detail(&violations, &trace, &result, &note);
-            let mut o = Outcome::check(id, &[first.rule.as_str()], Some(detail));
-            o.violations = signatures;
-            out.push(o);
-            continue;
-        }
-        *count += 1;
-        let suffix = quiescence(trace.threads.len()).len();
-        let (small, runs) = shrink(&trace, suffix, cfg.max_shrink_runs, |cand| {
-            seq += 1;
-            run_trace_case(&mut h, seq, cand, timeout)
-                .map(|r| judge(cand, &r).iter().any(|v| v.rule == first.rule))
-                .unwrap_or(false)
-        });
-        seq += 1;
-        let small_result = run_trace_case(&mut h, seq, &small, timeout).unwrap_or_default();
-        // Headline, violations, timeline and saved file all describe the
-        // shrunk trace; the original is named by id and length.
-        let mut small_v = judge(&small, &small_result);
-        if let Some(i) = small_v.iter().position(|v| v.rule == first.rule) {
-            let head = small_v.remove(i);
-            small_v.insert(0, head);
-        } else {
-            small_v.insert(0, first.clone());
-        }
-        let original = body_len(&trace);
-        let mut note = format!(
-            "shrunk from {original} to {} step(s) in {runs} harness run(s) (the original: {id}, {original} steps before quiescence)",
-            body_len(&small)
-        );
-        if let Some(svg) = cfg.svg.as_ref().filter(|_| !wrote_svg) {
-            let picture = super::render::timeline_svg(&small, &small_result);
-            if std::fs::write(svg, picture).is_ok() {
-                wrote_svg = true;
-                note.push_str(&format!("; timeline {}", svg.display()));
-            }
-        }
-        save(
-            cfg,
-            n,
-            &trace_file(cfg, &id, &started, &first, &trace, None),
-        );
-        let file = trace_file(
-            cfg,
-            &id,
-            &started,
-            &small_v[0],
-            &small,
-            Some((&id, original)),
-        );
-        if let Some(path) = save(cfg, n, &file) {
-            note.push_str(&format!(
-                "; saved {} (replay: procroute replay {}{impl_arg})",
-                path.display(),
-                path.display()
-            ));
-        }
-        let detail = failure_detail(&small_v, &small, &small_result, &note);
-        let rules: Vec<&str> = vec![first.rule.as_str()];
-        let mut o = Outcome::check(id, &rules, Some(detail));
-        o.violations = signatures;
-        o.counterexample = Some(Box::new(Counterexample {
-            file,
-            result: small_result,
-        }));
-        out.push(o);
-    }
-    if progress {
-        eprint!("\r{:30}\r", "");
-    }
-    h.stop();
-    Ok((out, coverage))
+    )
 }
 
 /// What `procroute replay` found: the harness's report of one trace file
