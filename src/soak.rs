@@ -143,6 +143,65 @@ enum Backend {
 }
 
 impl Backend {
+    /// Carries out one of the batch's outputs, if it is about persistence.
+    fn write(&mut self, o: &Output, r: &mut Report) {
+        match (o, self) {
+            (Output::Persist { file, bytes }, Backend::Snapshots(files)) => {
+                r.persisted_bytes += bytes.len() as u64;
+                let i = match file {
+                    FileKind::Store => 0,
+                    FileKind::Checkpoint => 1,
+                    FileKind::Delivery => 2,
+                };
+                files[i].store(bytes).expect("in-memory disk");
+            }
+            (Output::Append { records }, Backend::Journal(j)) => {
+                j.append(records).expect("in-memory journal");
+            }
+            #[cfg(feature = "sqlite")]
+            (Output::Append { records }, Backend::Sqlite(j, _)) => {
+                j.append(records).expect("SQLite journal");
+            }
+            _ => {}
+        }
+    }
+
+    /// Compacts a journal that has grown.
+    fn maintain(&mut self, g: &mut Gateway) {
+        match self {
+            Backend::Journal(j) if j.wants_compaction() => {
+                j.compact(g.compact()).expect("in-memory journal")
+            }
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(j, _) if j.wants_compaction() => {
+                j.compact(g.compact()).expect("SQLite journal")
+            }
+            _ => {}
+        }
+    }
+
+    /// The journal's own figures into `r`; a SQLite database is removed.
+    fn account(self, r: &mut Report) {
+        let stats = match &self {
+            Backend::Journal(j) => Some(j.stats()),
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(j, _) => Some(j.stats()),
+            _ => None,
+        };
+        if let Some(s) = stats {
+            r.persisted_bytes = s.appended_bytes + s.compacted_bytes;
+            r.compactions = s.compactions;
+        }
+        #[cfg(feature = "sqlite")]
+        if let Backend::Sqlite(j, path) = self {
+            r.fsyncs = j.stats().fsyncs;
+            drop(j);
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+            }
+        }
+    }
+
     fn new(storage: Storage, fs: &MemFs, config: &Config) -> Backend {
         match storage {
             Storage::Snapshots => Backend::Snapshots(
@@ -327,49 +386,190 @@ impl RunSet {
 }
 
 /// Runs the workload; returns the figures.
+///
+/// Each round fills a batch of inputs ([`Load::fill`]), commits it —
+/// the gateway's batch, then what makes it safe, durably — ([`Load::commit`]),
+/// carries out the adapter's part of its outputs ([`Load::answer`]) and
+/// samples the peaks ([`Load::sample`]), until every process has run
+/// and the queues have drained.
 pub fn run(w: Workload) -> Report {
     let started = Instant::now();
-    let mut rng = Rng::new(w.seed);
-    let config = Config {
-        durability: w.storage.durability(),
-        ..Config::default()
-    };
-    let mut g = Gateway::new(config.clone());
-    let fs = MemFs::default();
-    let mut backend = Backend::new(w.storage, &fs, &config);
-    let mut r = Report::default();
-    let mut excluded = std::time::Duration::ZERO;
-    let mut now: u64 = 0;
-    let threads: Vec<Origin> = (0..w.threads.max(1)).map(origin).collect();
-    let mut pending: Vec<Input> = threads
-        .iter()
-        .map(|o| Input::Message { origin: o.clone() })
-        .collect();
-    // Running runs, oldest first: outputs pick one at random, exits take
-    // the oldest.
-    let mut live: std::collections::VecDeque<RunId> = Default::default();
-    let mut unacked_spawns = 0usize;
-    let concurrent = w.concurrent.clamp(1, w.processes.max(1));
-    let outputs_total = w.events.saturating_sub(w.processes);
-    let mut outputs = 0usize;
-    // The driver's own bookkeeping, indexed by run id (issued from 1 up,
-    // one per spawn): a set of 100,000 runs would put the driver's cache
-    // misses into the gateway's figure.
-    let mut finished = RunSet::default();
-    let mut spawned = 0usize;
-    let mut seen_completion = RunSet::default();
-    let mut send_count = 0u64;
-    let mut drain_ticks = 0u32;
-    let commit = |g: &mut Gateway,
-                  backend: &mut Backend,
-                  now: u64,
-                  inputs: Vec<Input>,
-                  r: &mut Report|
-     -> Vec<Output> {
+    let mut load = Load::new(w);
+    loop {
+        load.fill();
+        if load.pending.is_empty() && !load.drain_tick() {
+            break;
+        }
+        let out = load.commit();
+        load.now += 10;
+        // Every spawn of the batch was answered (run id or rejection).
+        load.unacked_spawns = 0;
+        load.answer(out);
+        load.sample();
+    }
+    load.finish(started)
+}
+
+/// A load run in progress: the gateway, its backend, the workload's
+/// driver state and the figures so far.
+struct Load {
+    w: Workload,
+    rng: Rng,
+    config: Config,
+    g: Gateway,
+    fs: MemFs,
+    backend: Backend,
+    r: Report,
+    /// Time left out of the run's (the recovery, timed alone).
+    excluded: std::time::Duration,
+    now: u64,
+    threads: Vec<Origin>,
+    pending: Vec<Input>,
+    /// Running runs, oldest first: outputs pick one at random, exits take
+    /// the oldest.
+    live: std::collections::VecDeque<RunId>,
+    unacked_spawns: usize,
+    concurrent: usize,
+    outputs_total: usize,
+    outputs: usize,
+    /// The driver's own bookkeeping, indexed by run id (issued from 1 up,
+    /// one per spawn): a set of 100,000 runs would put the driver's cache
+    /// misses into the gateway's figure.
+    finished: RunSet,
+    spawned: usize,
+    seen_completion: RunSet,
+    send_count: u64,
+    drain_ticks: u32,
+}
+
+impl Load {
+    fn new(w: Workload) -> Load {
+        let config = Config {
+            durability: w.storage.durability(),
+            ..Config::default()
+        };
+        let fs = MemFs::default();
+        let backend = Backend::new(w.storage, &fs, &config);
+        let threads: Vec<Origin> = (0..w.threads.max(1)).map(origin).collect();
+        let pending = threads
+            .iter()
+            .map(|o| Input::Message { origin: o.clone() })
+            .collect();
+        Load {
+            rng: Rng::new(w.seed),
+            g: Gateway::new(config.clone()),
+            config,
+            fs,
+            backend,
+            r: Report::default(),
+            excluded: std::time::Duration::ZERO,
+            now: 0,
+            threads,
+            pending,
+            live: Default::default(),
+            unacked_spawns: 0,
+            concurrent: w.concurrent.clamp(1, w.processes.max(1)),
+            outputs_total: w.events.saturating_sub(w.processes),
+            outputs: 0,
+            finished: RunSet::default(),
+            spawned: 0,
+            seen_completion: RunSet::default(),
+            send_count: 0,
+            drain_ticks: 0,
+            w,
+        }
+    }
+
+    /// Fills the batch: a spawn while fewer than `concurrent` run, else
+    /// output while the outputs keep pace with the spawns (every run gets
+    /// the same share, whatever the concurrency), else the oldest run
+    /// exits.
+    fn fill(&mut self) {
+        let w = self.w;
+        while self.pending.len() < w.batch {
+            if self.spawned < w.processes && self.live.len() + self.unacked_spawns < self.concurrent
+            {
+                self.spawn();
+            } else if !self.live.is_empty()
+                && self.outputs < self.outputs_total
+                && self.outputs * w.processes.max(1) < self.outputs_total * self.spawned
+            {
+                self.output();
+            } else if let Some(run) = self.live.pop_front() {
+                self.finished.insert(run);
+                self.pending.push(Input::Finished {
+                    run,
+                    completion: Completion::Exited {
+                        code: (run.0 % 3) as i32,
+                    },
+                });
+                self.r.completions_promised += 1;
+                self.r.events += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn spawn(&mut self) {
+        let spawned = self.spawned;
+        let home = &self.threads[spawned % self.threads.len()];
+        self.pending.push(Input::Spawn {
+            origin: home.clone(),
+            process_id: format!("job{spawned}"),
+            command: format!("make -j4 target{spawned}"),
+            watch_patterns: if spawned % 2 == 0 {
+                vec!["ERROR".into()]
+            } else {
+                vec![]
+            },
+            notify_on_exit: true,
+        });
+        self.spawned += 1;
+        self.unacked_spawns += 1;
+    }
+
+    fn output(&mut self) {
+        let run = self.live[self.rng.below(self.live.len())];
+        let hit = self.rng.chance(5);
+        self.pending.push(Input::Output {
+            run,
+            chunk: format!(
+                "[{}] compiling unit {}{}\n",
+                self.r.events,
+                self.rng.below(1000),
+                if hit {
+                    " ERROR: undefined reference"
+                } else {
+                    ""
+                }
+            ),
+        });
+        self.outputs += 1;
+        self.r.events += 1;
+    }
+
+    /// Quiescence: lets retries come due until nothing is queued; `false`
+    /// when the run is over.
+    fn drain_tick(&mut self) -> bool {
+        if self.g.delivery().queued() == 0 || self.drain_ticks == MAX_DRAIN_TICKS {
+            return false;
+        }
+        self.drain_ticks += 1;
+        self.now += 61_000;
+        self.pending.push(Input::Tick);
+        true
+    }
+
+    /// One group commit: the gateway's batch, then what makes it safe,
+    /// durable before anything else; compaction when the journal has grown.
+    fn commit(&mut self) -> Vec<Output> {
+        let inputs = std::mem::take(&mut self.pending);
+        let r = &mut self.r;
         r.inputs += inputs.len() as u64;
         r.batches += 1;
         let busy = Instant::now();
-        let out = g.handle_batch(now, inputs);
+        let out = self.g.handle_batch(self.now, inputs);
         if out.iter().any(|o| match o {
             Output::Persist { .. } => true,
             Output::Append { records } => !records.is_empty(),
@@ -377,208 +577,109 @@ pub fn run(w: Workload) -> Report {
         }) {
             r.durable_commits += 1;
         }
-        // What makes the batch safe is durable before anything else.
         for o in &out {
-            match (o, &mut *backend) {
-                (Output::Persist { file, bytes }, Backend::Snapshots(files)) => {
-                    r.persisted_bytes += bytes.len() as u64;
-                    let i = match file {
-                        FileKind::Store => 0,
-                        FileKind::Checkpoint => 1,
-                        FileKind::Delivery => 2,
-                    };
-                    files[i].store(bytes).expect("in-memory disk");
-                }
-                (Output::Append { records }, Backend::Journal(j)) => {
-                    j.append(records).expect("in-memory journal");
-                }
-                #[cfg(feature = "sqlite")]
-                (Output::Append { records }, Backend::Sqlite(j, _)) => {
-                    j.append(records).expect("SQLite journal");
-                }
-                _ => {}
-            }
+            self.backend.write(o, r);
         }
-        match backend {
-            Backend::Journal(j) if j.wants_compaction() => {
-                j.compact(g.compact()).expect("in-memory journal")
-            }
-            #[cfg(feature = "sqlite")]
-            Backend::Sqlite(j, _) if j.wants_compaction() => {
-                j.compact(g.compact()).expect("SQLite journal")
-            }
-            _ => {}
-        }
-        r.seconds += busy.elapsed().as_secs_f64();
+        self.backend.maintain(&mut self.g);
+        self.r.seconds += busy.elapsed().as_secs_f64();
         out
-    };
-    loop {
-        // Fill the batch: a spawn while fewer than `concurrent` run, else
-        // output while the outputs keep pace with the spawns (every run
-        // gets the same share, whatever the concurrency), else the oldest
-        // run exits.
-        while pending.len() < w.batch {
-            if spawned < w.processes && live.len() + unacked_spawns < concurrent {
-                let home = &threads[spawned % threads.len()];
-                pending.push(Input::Spawn {
-                    origin: home.clone(),
-                    process_id: format!("job{spawned}"),
-                    command: format!("make -j4 target{spawned}"),
-                    watch_patterns: if spawned % 2 == 0 {
-                        vec!["ERROR".into()]
-                    } else {
-                        vec![]
-                    },
-                    notify_on_exit: true,
-                });
-                spawned += 1;
-                unacked_spawns += 1;
-            } else if !live.is_empty()
-                && outputs < outputs_total
-                && outputs * w.processes.max(1) < outputs_total * spawned
-            {
-                let run = live[rng.below(live.len())];
-                let hit = rng.chance(5);
-                pending.push(Input::Output {
-                    run,
-                    chunk: format!(
-                        "[{}] compiling unit {}{}\n",
-                        r.events,
-                        rng.below(1000),
-                        if hit {
-                            " ERROR: undefined reference"
-                        } else {
-                            ""
-                        }
-                    ),
-                });
-                outputs += 1;
-                r.events += 1;
-            } else if let Some(run) = live.pop_front() {
-                finished.insert(run);
-                pending.push(Input::Finished {
-                    run,
-                    completion: Completion::Exited {
-                        code: (run.0 % 3) as i32,
-                    },
-                });
-                r.completions_promised += 1;
-                r.events += 1;
-            } else {
-                break;
-            }
-        }
-        if pending.is_empty() {
-            // Quiescence: let retries come due until nothing is queued.
-            if g.delivery().queued() == 0 || drain_ticks == MAX_DRAIN_TICKS {
-                break;
-            }
-            drain_ticks += 1;
-            now += 61_000;
-            pending.push(Input::Tick);
-        }
-        let out = commit(
-            &mut g,
-            &mut backend,
-            now,
-            std::mem::take(&mut pending),
-            &mut r,
-        );
-        now += 10;
-        // Every spawn of the batch was answered (run id or rejection).
-        unacked_spawns = 0;
+    }
+
+    /// The adapter's part: spawned runs go live, sends are answered
+    /// (one in `fail_one_in` fails) and counted.
+    fn answer(&mut self, out: Vec<Output>) {
         for o in out {
             match o {
-                Output::Spawned { run, .. } => live.push_back(run),
-                Output::Send(n) => {
-                    r.sends += 1;
-                    send_count += 1;
-                    let fail = w.fail_one_in > 0 && send_count % w.fail_one_in as u64 == 0;
-                    if fail {
-                        r.failed_sends += 1;
-                    } else {
-                        r.delivered += 1;
-                        if n.text.contains("matched watch pattern") {
-                            r.watch_delivered += 1;
-                        }
-                        if let NotificationId::Process { run, .. } = n.id {
-                            if finished.contains(&run)
-                                && !n.text.contains("matched watch pattern")
-                                && !n.text.contains("watch patterns disabled")
-                                && seen_completion.insert(run)
-                            {
-                                r.completions_delivered += 1;
-                            }
-                        }
-                    }
-                    pending.push(Input::Sent {
-                        id: n.id,
-                        error: fail.then(|| "adapter: 503".to_owned()),
-                    });
-                }
+                Output::Spawned { run, .. } => self.live.push_back(run),
+                Output::Send(n) => self.send(&n),
                 _ => {}
             }
         }
-        let running = g.registry().running_count();
-        r.peak_running = r.peak_running.max(running);
-        if r.recovery.is_none() && running == concurrent {
-            // Timed alone, and left out of the run's time.
-            let aside = Instant::now();
-            r.recovery = Some((recover(&config, &fs, &backend, now), running));
-            excluded += aside.elapsed();
-        }
-        r.peak_queued = r.peak_queued.max(g.delivery().queued());
-        if r.batches % 64 == 0 {
-            // Time passes now and then: cooldowns end, retries come due.
-            now += 16_000;
-            pending.push(Input::Tick);
-        }
     }
-    for d in g.delivery().dead_letters() {
-        r.dead_letters += 1;
-        if let NotificationId::Process { run, .. } = d.notification.id {
-            if finished.contains(&run)
-                && !d.notification.text.contains("matched watch pattern")
-                && seen_completion.insert(run)
-            {
-                r.completions_dead += 1;
+
+    fn send(&mut self, n: &procroute::delivery::Notification) {
+        let r = &mut self.r;
+        r.sends += 1;
+        self.send_count += 1;
+        let fail = self.w.fail_one_in > 0 && self.send_count % self.w.fail_one_in as u64 == 0;
+        if fail {
+            r.failed_sends += 1;
+        } else {
+            r.delivered += 1;
+            if n.text.contains("matched watch pattern") {
+                r.watch_delivered += 1;
+            }
+            if let NotificationId::Process { run, .. } = n.id {
+                if self.finished.contains(&run)
+                    && !n.text.contains("matched watch pattern")
+                    && !n.text.contains("watch patterns disabled")
+                    && self.seen_completion.insert(run)
+                {
+                    r.completions_delivered += 1;
+                }
             }
         }
+        self.pending.push(Input::Sent {
+            id: n.id,
+            error: fail.then(|| "adapter: 503".to_owned()),
+        });
     }
-    r.unaccounted = r.completions_promised - r.completions_delivered - r.completions_dead;
-    r.fsyncs = fs.fsyncs();
-    let stats = match &backend {
-        Backend::Journal(j) => Some(j.stats()),
-        #[cfg(feature = "sqlite")]
-        Backend::Sqlite(j, _) => Some(j.stats()),
-        _ => None,
-    };
-    if let Some(s) = stats {
-        r.persisted_bytes = s.appended_bytes + s.compacted_bytes;
-        r.compactions = s.compactions;
-    }
-    #[cfg(feature = "sqlite")]
-    if let Backend::Sqlite(j, path) = backend {
-        r.fsyncs = j.stats().fsyncs;
-        drop(j);
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+
+    /// Peaks, the one recovery timing (when the running set first fills),
+    /// and time passing now and then.
+    fn sample(&mut self) {
+        let running = self.g.registry().running_count();
+        self.r.peak_running = self.r.peak_running.max(running);
+        if self.r.recovery.is_none() && running == self.concurrent {
+            // Timed alone, and left out of the run's time.
+            let aside = Instant::now();
+            self.r.recovery = Some((
+                recover(&self.config, &self.fs, &self.backend, self.now),
+                running,
+            ));
+            self.excluded += aside.elapsed();
+        }
+        self.r.peak_queued = self.r.peak_queued.max(self.g.delivery().queued());
+        if self.r.batches % 64 == 0 {
+            // Time passes now and then: cooldowns end, retries come due.
+            self.now += 16_000;
+            self.pending.push(Input::Tick);
         }
     }
-    r.undrained = g.delivery().queued();
-    let dl = Config::default().delivery;
-    let lim = Config::default().limits;
-    r.bounds = vec![
-        ("running processes", lim.max_processes, r.peak_running),
-        ("queued notifications", dl.queue_max, r.peak_queued),
-        (
-            "dead letters kept",
-            dl.dead_letter_max,
-            g.delivery().dead_letters().count(),
-        ),
-    ];
-    r.wall_seconds = (started.elapsed() - excluded).as_secs_f64();
-    r
+
+    /// The figures: dead letters and what became of every promised
+    /// completion, the backend's own counts, the bounds held.
+    fn finish(mut self, started: Instant) -> Report {
+        let mut r = std::mem::take(&mut self.r);
+        for d in self.g.delivery().dead_letters() {
+            r.dead_letters += 1;
+            if let NotificationId::Process { run, .. } = d.notification.id {
+                if self.finished.contains(&run)
+                    && !d.notification.text.contains("matched watch pattern")
+                    && self.seen_completion.insert(run)
+                {
+                    r.completions_dead += 1;
+                }
+            }
+        }
+        r.unaccounted = r.completions_promised - r.completions_delivered - r.completions_dead;
+        r.fsyncs = self.fs.fsyncs();
+        self.backend.account(&mut r);
+        r.undrained = self.g.delivery().queued();
+        let dl = Config::default().delivery;
+        let lim = Config::default().limits;
+        r.bounds = vec![
+            ("running processes", lim.max_processes, r.peak_running),
+            ("queued notifications", dl.queue_max, r.peak_queued),
+            (
+                "dead letters kept",
+                dl.dead_letter_max,
+                self.g.delivery().dead_letters().count(),
+            ),
+        ];
+        r.wall_seconds = (started.elapsed() - self.excluded).as_secs_f64();
+        r
+    }
 }
 
 /// Recovery from the durable state on `fs` as it is now (a copy, so the
