@@ -413,45 +413,93 @@ pub fn predict(trace: &Trace, crashes: &BTreeSet<usize>) -> Prediction {
 /// of SPEC D-1 (PROTOCOL P-15).
 pub fn predict_with(trace: &Trace, crashes: &BTreeSet<usize>, ack: ReadAck) -> Prediction {
     let places: Vec<Place> = trace.threads.iter().map(place_of).collect();
-    let mut w = World {
-        p: Prediction {
-            places: places.clone(),
-            ..Prediction::default()
-        },
-        now: 0,
-        up: true,
-        busy: BTreeSet::new(),
-        current: BTreeMap::new(),
-        breaker: Breaker::default(),
-        queues: BTreeMap::new(),
-        delivered_per_place: BTreeMap::new(),
-        unsure: BTreeSet::new(),
-        loose_places: BTreeSet::new(),
+    let mut w = World::new(places.clone());
+    let mut walk = Walk {
+        places: &places,
+        ack,
+        foreground: None,
+        token_count: BTreeMap::new(),
     };
-    let mut foreground: Option<Place> = None;
-    let mut token_count: BTreeMap<String, usize> = BTreeMap::new();
     for (step, op) in trace.ops.iter().enumerate() {
-        let place = |t: &usize| places.get(*t).cloned();
         let laned_before = w.p.laned.clone();
         let items_before = w.p.items.len();
+        if !w.apply(step, op, &mut walk) {
+            continue;
+        }
+        if crashes.contains(&step) {
+            w.crashed_at(step, &laned_before, items_before);
+        } else if let Some(pl) = op_thread(op).and_then(|t| places.get(t)) {
+            // A lane made again outside a crash is certain.
+            w.unsure.remove(pl);
+        }
+        w.flush(step);
+        w.p.busy.push(w.busy.clone());
+        w.p.up.push(w.up);
+        w.p.foreground.push(walk.foreground.clone());
+    }
+    // Tokens printed by more than one output operation identify nothing.
+    for (t, n) in walk.token_count {
+        if n > 1 {
+            w.p.tokens.remove(&t);
+        }
+    }
+    w.note_coverage(trace);
+    w.p
+}
+
+/// What a prediction carries from one operation to the next, besides the
+/// world.
+struct Walk<'a> {
+    places: &'a [Place],
+    ack: ReadAck,
+    /// The thread of the latest foreground operation (INV-6's suspect).
+    foreground: Option<Place>,
+    /// Output operations that printed each token.
+    token_count: BTreeMap<String, usize>,
+}
+
+impl World {
+    fn new(places: Vec<Place>) -> World {
+        World {
+            p: Prediction {
+                places,
+                ..Prediction::default()
+            },
+            now: 0,
+            up: true,
+            busy: BTreeSet::new(),
+            current: BTreeMap::new(),
+            breaker: Breaker::default(),
+            queues: BTreeMap::new(),
+            delivered_per_place: BTreeMap::new(),
+            unsure: BTreeSet::new(),
+            loose_places: BTreeSet::new(),
+        }
+    }
+
+    /// Applies one operation; `false` for a spawn the model refuses (no
+    /// such thread, or beyond SPEC's limits): nothing else happens at
+    /// that step.
+    fn apply(&mut self, step: usize, op: &TraceOp, walk: &mut Walk<'_>) -> bool {
+        let place = |t: &usize| walk.places.get(*t).cloned();
         match op {
             TraceOp::Message { thread } | TraceOp::Reset { thread } => {
                 if let Some(pl) = place(thread) {
-                    w.p.laned.insert(pl.clone());
-                    foreground = Some(pl);
+                    self.p.laned.insert(pl.clone());
+                    walk.foreground = Some(pl);
                 }
             }
             TraceOp::TurnStart { thread } => {
                 if let Some(pl) = place(thread) {
-                    w.p.laned.insert(pl.clone());
-                    w.busy.insert(pl.clone());
-                    foreground = Some(pl);
+                    self.p.laned.insert(pl.clone());
+                    self.busy.insert(pl.clone());
+                    walk.foreground = Some(pl);
                 }
             }
             TraceOp::TurnEnd { thread } => {
                 if let Some(pl) = place(thread) {
-                    if w.busy.remove(&pl) {
-                        w.p.exercised.insert("DELIVER-2");
+                    if self.busy.remove(&pl) {
+                        self.p.exercised.insert("DELIVER-2");
                     }
                 }
             }
@@ -461,54 +509,19 @@ pub fn predict_with(trace: &Trace, crashes: &BTreeSet<usize>, ack: ReadAck) -> P
                 watch,
                 notify,
             } => {
-                let Some(home) = place(thread) else { continue };
-                w.p.laned.insert(home.clone());
-                let valid = !process.is_empty()
-                    && process.len() <= spec::PROCESS_ID_BYTES
-                    && watch.len() <= spec::PATTERNS
-                    && watch
-                        .iter()
-                        .all(|p| !p.is_empty() && p.len() <= spec::PATTERN_BYTES);
-                if !valid {
-                    continue;
-                }
-                if let Some(prev) = w.current.get(process) {
-                    if w.p.runs[*prev].home != home {
-                        w.p.exercised.insert("INV-1");
-                    }
-                }
-                w.current.insert(process.clone(), w.p.runs.len());
-                w.p.runs.push(RunInfo {
-                    spawn_step: step,
-                    process: process.clone(),
-                    home,
-                    thread: *thread,
-                    watch: watch.clone(),
-                    promise: notify.then_some(Promise::Asked),
-                    running: true,
-                    ended_at: None,
-                    tokens: BTreeSet::new(),
-                    controls: false,
-                    disabled: false,
-                    next_seq: 0,
-                    cooldown_until: None,
-                    strike_window: false,
-                    strikes: 0,
-                    suppressed: 0,
-                    tail: String::new(),
-                    restarted: false,
-                    fresh: BTreeSet::new(),
-                    lived_restart: false,
-                });
+                let Some(home) = place(thread) else {
+                    return false;
+                };
+                return self.spawn(step, *thread, home, process, watch, *notify);
             }
             TraceOp::Output { process, text } => {
-                let verdict = w.output(step, process, text, &mut token_count);
-                w.p.verdicts.insert(step, verdict);
+                let verdict = self.output(step, process, text, &mut walk.token_count);
+                self.p.verdicts.insert(step, verdict);
             }
             TraceOp::Exit { process, .. } | TraceOp::Kill { process } => {
-                if let Some(&r) = w.current.get(process) {
-                    if w.p.runs[r].running {
-                        w.finish(step, r);
+                if let Some(&r) = self.current.get(process) {
+                    if self.p.runs[r].running {
+                        self.finish(step, r);
                     }
                 }
             }
@@ -516,82 +529,125 @@ pub fn predict_with(trace: &Trace, crashes: &BTreeSet<usize>, ack: ReadAck) -> P
             // thread, changes nothing about its notifications — unless the
             // implementation declared D-1's policy (PROC-11).
             TraceOp::Read { thread, process } => {
-                if let Some(&r) = w.current.get(process) {
-                    w.p.exercised.insert("PROC-10");
-                    let acked = ack == ReadAck::OwnThreadAfterDelivery
-                        && place(thread).is_some_and(|pl| w.acknowledge(step, r, &pl));
+                if let Some(&r) = self.current.get(process) {
+                    self.p.exercised.insert("PROC-10");
+                    let acked = walk.ack == ReadAck::OwnThreadAfterDelivery
+                        && place(thread).is_some_and(|pl| self.acknowledge(step, r, &pl));
                     if acked {
-                        w.p.exercised.insert("PROC-11");
+                        self.p.exercised.insert("PROC-11");
                     }
                 }
             }
-            TraceOp::Advance { ms } => w.now = w.now.saturating_add(*ms),
-            TraceOp::Adapter { up } => w.up = *up,
-            TraceOp::Restart { survive } => w.restart(step, *survive),
-            TraceOp::Shutdown => {
-                w.p.exercised.insert("DELIVER-8");
-                w.p.exercised.insert("TEXT-3");
-                for pl in w.p.laned.clone() {
-                    let optional = w.unsure.contains(&pl);
-                    w.push(
-                        step,
-                        Kind::Shutdown,
-                        None,
-                        None,
-                        0,
-                        pl,
-                        Expected {
-                            optional,
-                            ..Expected::blank()
-                        },
-                    );
-                }
-            }
+            TraceOp::Advance { ms } => self.now = self.now.saturating_add(*ms),
+            TraceOp::Adapter { up } => self.up = *up,
+            TraceOp::Restart { survive } => self.restart(step, *survive),
+            TraceOp::Shutdown => self.shutdown(step),
         }
-        if crashes.contains(&step) {
-            for pl in w.p.laned.difference(&laned_before) {
-                w.unsure.insert(pl.clone());
-            }
-            for e in &mut w.p.items[items_before..] {
-                e.optional = true;
-                // Its tail may come from a checkpoint older than the
-                // crash: bounded below, not above (PROC-7, PROC-8).
-                if let Some(run) = w.p.runs.iter().find(|r| Some(r.spawn_step) == e.run) {
-                    if e.kind == Kind::Completion {
-                        e.may_show = run.tokens.clone();
-                    }
-                }
-            }
-            for (pl, q) in &w.queues {
-                for pend in q {
-                    w.p.items[pend.item].loose = true;
-                }
-                if !q.is_empty() {
-                    w.loose_places.insert(pl.clone());
-                }
-            }
-            w.restart(step, true);
-        } else {
-            // A lane made again outside a crash is certain.
-            if let Some(t) = op_thread(op) {
-                if let Some(pl) = places.get(t) {
-                    w.unsure.remove(pl);
-                }
-            }
-        }
-        w.flush(step);
-        w.p.busy.push(w.busy.clone());
-        w.p.up.push(w.up);
-        w.p.foreground.push(foreground.clone());
+        true
     }
-    // Tokens printed by more than one output operation identify nothing.
-    for (t, n) in token_count {
-        if n > 1 {
-            w.p.tokens.remove(&t);
+
+    /// A spawn in `home` (PROC-1): its lane exists; within SPEC's limits
+    /// the run starts, its promise asked or not. `false` beyond them.
+    fn spawn(
+        &mut self,
+        step: usize,
+        thread: usize,
+        home: Place,
+        process: &str,
+        watch: &[String],
+        notify: bool,
+    ) -> bool {
+        self.p.laned.insert(home.clone());
+        let valid = !process.is_empty()
+            && process.len() <= spec::PROCESS_ID_BYTES
+            && watch.len() <= spec::PATTERNS
+            && watch
+                .iter()
+                .all(|p| !p.is_empty() && p.len() <= spec::PATTERN_BYTES);
+        if !valid {
+            return false;
+        }
+        if let Some(prev) = self.current.get(process) {
+            if self.p.runs[*prev].home != home {
+                self.p.exercised.insert("INV-1");
+            }
+        }
+        self.current.insert(process.to_owned(), self.p.runs.len());
+        self.p.runs.push(RunInfo {
+            spawn_step: step,
+            process: process.to_owned(),
+            home,
+            thread,
+            watch: watch.to_vec(),
+            promise: notify.then_some(Promise::Asked),
+            running: true,
+            ended_at: None,
+            tokens: BTreeSet::new(),
+            controls: false,
+            disabled: false,
+            next_seq: 0,
+            cooldown_until: None,
+            strike_window: false,
+            strikes: 0,
+            suppressed: 0,
+            tail: String::new(),
+            restarted: false,
+            fresh: BTreeSet::new(),
+            lived_restart: false,
+        });
+        true
+    }
+
+    /// DELIVER-8, TEXT-3: one notice per thread with a lane (optional where
+    /// the lane itself is unsure).
+    fn shutdown(&mut self, step: usize) {
+        self.p.exercised.insert("DELIVER-8");
+        self.p.exercised.insert("TEXT-3");
+        for pl in self.p.laned.clone() {
+            let optional = self.unsure.contains(&pl);
+            self.push(
+                step,
+                Kind::Shutdown,
+                None,
+                None,
+                0,
+                pl,
+                Expected {
+                    optional,
+                    ..Expected::blank()
+                },
+            );
         }
     }
-    w.note_coverage(trace);
-    w.p
+
+    /// The gateway crashed during `step` and recovered, every process
+    /// alive: what the step made may be missing (its lanes unsure, its
+    /// notifications optional, completions' tails bounded below only), what
+    /// was queued across it is loose in time; then the restart itself.
+    fn crashed_at(&mut self, step: usize, laned_before: &BTreeSet<Place>, items_before: usize) {
+        for pl in self.p.laned.difference(laned_before) {
+            self.unsure.insert(pl.clone());
+        }
+        for e in &mut self.p.items[items_before..] {
+            e.optional = true;
+            // Its tail may come from a checkpoint older than the
+            // crash: bounded below, not above (PROC-7, PROC-8).
+            if let Some(run) = self.p.runs.iter().find(|r| Some(r.spawn_step) == e.run) {
+                if e.kind == Kind::Completion {
+                    e.may_show = run.tokens.clone();
+                }
+            }
+        }
+        for (pl, q) in &self.queues {
+            for pend in q {
+                self.p.items[pend.item].loose = true;
+            }
+            if !q.is_empty() {
+                self.loose_places.insert(pl.clone());
+            }
+        }
+        self.restart(step, true);
+    }
 }
 
 impl Expected {
