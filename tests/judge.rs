@@ -723,3 +723,41 @@ fn the_timeline_marks_no_misroute_within_one_place() {
     let text = timeline_text(&t, &wrong);
     assert!(text.contains("MISROUTED: home is T0"), "{text}");
 }
+
+/// The prediction's per-step records (threads with a turn running, the
+/// adapter, the foreground thread) hold one entry per operation, a refused
+/// spawn included, so judging a later step reads that step's state
+/// (DELIVER-2's timing, INV-6's suspect). A spawn beyond SPEC's limits
+/// (here an empty process id) changes nothing else: what was due is still
+/// flushed at that step, as after any input (DELIVER-1).
+#[test]
+fn a_refused_spawn_keeps_the_per_step_records_aligned() {
+    let t = two_topics(vec![
+        spawn(0, "p1", false, true),
+        TraceOp::Exit {
+            process: "p1".into(),
+            code: 0,
+        },
+        spawn(0, "", false, true),
+        TraceOp::TurnStart { thread: 1 },
+        TraceOp::Message { thread: 0 },
+    ]);
+    let p = predict(&t, &BTreeSet::new());
+    assert_eq!(p.busy.len(), t.ops.len(), "busy: one entry per step");
+    assert_eq!(p.up.len(), t.ops.len(), "up: one entry per step");
+    assert_eq!(
+        p.foreground.len(),
+        t.ops.len(),
+        "foreground: one entry per step"
+    );
+    let topic2 = &p.places[1];
+    assert!(!p.busy[2].contains(topic2), "no turn runs after step 2");
+    assert!(
+        p.busy[3].contains(topic2),
+        "topic 2's turn runs after step 3"
+    );
+    assert_eq!(p.foreground[3].as_ref(), Some(topic2));
+    // The built-in router agrees: its report is judged clean.
+    let r = execute(&t).expect("runs");
+    assert!(judge(&t, &r).is_empty(), "{:?}", judge(&t, &r));
+}

@@ -423,9 +423,7 @@ pub fn predict_with(trace: &Trace, crashes: &BTreeSet<usize>, ack: ReadAck) -> P
     for (step, op) in trace.ops.iter().enumerate() {
         let laned_before = w.p.laned.clone();
         let items_before = w.p.items.len();
-        if !w.apply(step, op, &mut walk) {
-            continue;
-        }
+        w.apply(step, op, &mut walk);
         if crashes.contains(&step) {
             w.crashed_at(step, &laned_before, items_before);
         } else if let Some(pl) = op_thread(op).and_then(|t| places.get(t)) {
@@ -437,6 +435,9 @@ pub fn predict_with(trace: &Trace, crashes: &BTreeSet<usize>, ack: ReadAck) -> P
         w.p.up.push(w.up);
         w.p.foreground.push(walk.foreground.clone());
     }
+    // One record per step: a later step's judging reads its own state.
+    debug_assert_eq!(w.p.busy.len(), trace.ops.len(), "per-step records");
+    debug_assert_eq!(w.p.foreground.len(), trace.ops.len(), "per-step records");
     // Tokens printed by more than one output operation identify nothing.
     for (t, n) in walk.token_count {
         if n > 1 {
@@ -477,10 +478,10 @@ impl World {
         }
     }
 
-    /// Applies one operation; `false` for a spawn the model refuses (no
-    /// such thread, or beyond SPEC's limits): nothing else happens at
-    /// that step.
-    fn apply(&mut self, step: usize, op: &TraceOp, walk: &mut Walk<'_>) -> bool {
+    /// Applies one operation. A spawn the model refuses (no such thread,
+    /// or beyond SPEC's limits) starts nothing; the step goes on like any
+    /// other (what is due is flushed, its per-step records kept).
+    fn apply(&mut self, step: usize, op: &TraceOp, walk: &mut Walk<'_>) {
         let place = |t: &usize| walk.places.get(*t).cloned();
         match op {
             TraceOp::Message { thread } | TraceOp::Reset { thread } => {
@@ -509,10 +510,9 @@ impl World {
                 watch,
                 notify,
             } => {
-                let Some(home) = place(thread) else {
-                    return false;
-                };
-                return self.spawn(step, *thread, home, process, watch, *notify);
+                if let Some(home) = place(thread) {
+                    self.spawn(step, *thread, home, process, watch, *notify);
+                }
             }
             TraceOp::Output { process, text } => {
                 let verdict = self.output(step, process, text, &mut walk.token_count);
@@ -543,11 +543,10 @@ impl World {
             TraceOp::Restart { survive } => self.restart(step, *survive),
             TraceOp::Shutdown => self.shutdown(step),
         }
-        true
     }
 
     /// A spawn in `home` (PROC-1): its lane exists; within SPEC's limits
-    /// the run starts, its promise asked or not. `false` beyond them.
+    /// the run starts, its promise asked or not.
     fn spawn(
         &mut self,
         step: usize,
@@ -556,7 +555,7 @@ impl World {
         process: &str,
         watch: &[String],
         notify: bool,
-    ) -> bool {
+    ) {
         self.p.laned.insert(home.clone());
         let valid = !process.is_empty()
             && process.len() <= spec::PROCESS_ID_BYTES
@@ -565,7 +564,7 @@ impl World {
                 .iter()
                 .all(|p| !p.is_empty() && p.len() <= spec::PATTERN_BYTES);
         if !valid {
-            return false;
+            return;
         }
         if let Some(prev) = self.current.get(process) {
             if self.p.runs[*prev].home != home {
@@ -595,7 +594,6 @@ impl World {
             fresh: BTreeSet::new(),
             lived_restart: false,
         });
-        true
     }
 
     /// DELIVER-8, TEXT-3: one notice per thread with a lane (optional where
