@@ -865,7 +865,20 @@ impl<'a> Judge<'a> {
         }
     }
 
+    /// One observation against the notification the model expects it to
+    /// be: its fate and timing, then (unless its fate is already wrong)
+    /// what it shows and how it says it.
     fn check_pair(&mut self, ob: &Obs<'_>, e: &Expected) {
+        if !self.check_fate(ob, e) {
+            return;
+        }
+        self.check_quoted(ob.o, e);
+        self.check_wording(ob.o, e);
+    }
+
+    /// Delivered or dead-lettered as the model says, at its step (or
+    /// within the declared tick); `false` when the fate itself is wrong.
+    fn check_fate(&mut self, ob: &Obs<'_>, e: &Expected) -> bool {
         let o = ob.o;
         let what = Self::what(o);
         let fate = if e.loose {
@@ -885,7 +898,7 @@ impl<'a> Judge<'a> {
                         o.step
                     ),
                 );
-                return;
+                return false;
             }
             (Fate::Delivered { .. }, true) | (Fate::Pending, true) => {
                 let rule = match o.cause {
@@ -905,7 +918,7 @@ impl<'a> Judge<'a> {
                         j(&o.reason)
                     ),
                 );
-                return;
+                return false;
             }
             (Fate::DeadLettered { step }, false) => {
                 self.bad(
@@ -915,13 +928,20 @@ impl<'a> Judge<'a> {
                         o.step
                     ),
                 );
-                return;
+                return false;
             }
             (Fate::Delivered { step }, false) if o.step != *step => {
                 self.timing(o, e, *step);
             }
             _ => {}
         }
+        true
+    }
+
+    /// PROC-3, PROC-7: it shows what it must quote, and nothing that is
+    /// not its run's (matching) output.
+    fn check_quoted(&mut self, o: &Observed, e: &Expected) {
+        let what = Self::what(o);
         // Content.
         let shown = words(&o.text);
         let known: BTreeSet<&str> = shown
@@ -982,6 +1002,12 @@ impl<'a> Judge<'a> {
         if e.kind == Kind::WatchMatch {
             self.check_cr(o, e);
         }
+    }
+
+    /// TEXT-1, TEXT-4: the pattern named and the suppressed count on the
+    /// final line, both outside the quoted output.
+    fn check_wording(&mut self, o: &Observed, e: &Expected) {
+        let what = Self::what(o);
         if let Some(p) = &e.pattern {
             // Named outside the quoted output (TEXT-2: output lines begin
             // with `| `), where the matched line itself cannot stand in.
