@@ -74,7 +74,10 @@ impl Default for Limits {
 /// (the counter is checkpointed). Two runs of one process id differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct RunId(pub u64);
+pub struct RunId(
+    /// The number: issued from 1 up, never reused.
+    pub u64,
+);
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 /// What the agent asks for when it starts a background process.
