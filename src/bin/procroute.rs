@@ -34,6 +34,10 @@ enum Command {
     /// Run trace files (stored vectors or saved counterexamples) against a
     /// harness and print each judged timeline.
     Replay(ReplayArgs),
+    /// Judge a recorded run: a trace (a trace file, or `{threads, ops}`)
+    /// and what a gateway reported for it (P-8), held to the oracle by the
+    /// one judge without running anything; printed as `replay` prints.
+    Judge(JudgeArgs),
     /// Build one self-contained HTML page from `conform` JSON reports
     /// (`--format json` or `--json-out`): an implementations × rules
     /// matrix, every failure with its rule's text, its counterexample drawn
@@ -236,6 +240,28 @@ struct ReplayArgs {
     format: Format,
 }
 
+/// The arguments of `procroute judge`.
+#[derive(clap::Args)]
+struct JudgeArgs {
+    /// The trace the gateway was given: a trace file (P-11) or `{threads,
+    /// ops}` (P-8).
+    #[arg(value_name = "TRACE")]
+    trace: std::path::PathBuf,
+    /// What it reported: `{deliveries, dead_letters}`, `{"trace": …}` or
+    /// the answer line `{"seq": N, "result": {"trace": …}}` (P-8).
+    #[arg(value_name = "OBSERVED")]
+    observed: std::path::PathBuf,
+    /// The delivery tick the gateway declares, in ms (P-14).
+    #[arg(long, default_value_t = 0)]
+    tick_ms: u64,
+    /// The gateway declares SPEC D-1's read policy (P-15, PROC-11).
+    #[arg(long)]
+    read_acknowledges: bool,
+    /// Print the judged report as JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
 /// The arguments of `procroute report`.
 #[derive(clap::Args)]
 struct ReportArgs {
@@ -282,6 +308,7 @@ fn main() -> ExitCode {
         Command::Conform(args) => conform_cmd(args),
         Command::Report(args) => report_cmd(args),
         Command::Replay(args) => replay_cmd(args),
+        Command::Judge(args) => judge_cmd(args),
         Command::Timeit(args) => timeit_cmd(args),
         Command::KeysCorpus { seed, cases } => match keys_corpus(seed, cases) {
             Ok(()) => ExitCode::SUCCESS,
@@ -903,47 +930,7 @@ fn replay(
             out.push_str(&serde_json::to_string_pretty(&r).unwrap_or_default());
             out.push('\n');
         } else if format == Format::Text {
-            out.push_str(&format!(
-                "{} ({}) against {} {} ({})\n",
-                file.id,
-                path.display(),
-                r.implementation.name,
-                r.implementation.version,
-                r.implementation.language
-            ));
-            out.push_str(&format!("exercises: {}\n", file.rules.join(", ")));
-            if let Some(f) = &file.found {
-                out.push_str(&format!(
-                    "found failing in {}: {}: {}\n",
-                    f.implementation, f.rule, f.violation
-                ));
-            }
-            match &r.skipped {
-                Some(why) => out.push_str(&format!("verdict: SKIPPED ({why})\n")),
-                None => {
-                    out.push_str(&conform::render::timeline_text(&file.trace, &r.result));
-                    if r.violations.is_empty() {
-                        out.push_str("verdict: PASS\n");
-                    } else {
-                        out.push_str(&format!(
-                            "verdict: FAIL ({} violation(s))\n",
-                            r.violations.len()
-                        ));
-                        for v in &r.violations {
-                            out.push_str(&format!("  {}: {}\n", v.rule, v.detail));
-                        }
-                        out.push_str(&procroute_suite::model::judge::quotes(&r.violations));
-                    }
-                    if !r.differences.is_empty() {
-                        out.push_str(
-                            "differs from the observations the file lists (informative):\n",
-                        );
-                        for d in &r.differences {
-                            out.push_str(&format!("  {d}\n"));
-                        }
-                    }
-                }
-            }
+            out.push_str(&replay_text(&file, path, &r));
         }
         if let Some(dir) = &save_dir {
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
@@ -973,6 +960,102 @@ fn replay(
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// A judged trace as text: who, what it exercises, the timeline, the
+/// verdict with every violation and its rule's words (`replay`, `judge`).
+fn replay_text(
+    file: &procroute_suite::conform::trace::TraceFile,
+    path: &std::path::Path,
+    r: &conform::runner::Replay,
+) -> String {
+    let mut out = format!(
+        "{} ({}) against {} {} ({})\n",
+        file.id,
+        path.display(),
+        r.implementation.name,
+        r.implementation.version,
+        r.implementation.language
+    );
+    out.push_str(&format!("exercises: {}\n", file.rules.join(", ")));
+    if let Some(f) = &file.found {
+        out.push_str(&format!(
+            "found failing in {}: {}: {}\n",
+            f.implementation, f.rule, f.violation
+        ));
+    }
+    if let Some(why) = &r.skipped {
+        out.push_str(&format!("verdict: SKIPPED ({why})\n"));
+        return out;
+    }
+    out.push_str(&conform::render::timeline_text(&file.trace, &r.result));
+    if r.violations.is_empty() {
+        out.push_str("verdict: PASS\n");
+    } else {
+        out.push_str(&format!(
+            "verdict: FAIL ({} violation(s))\n",
+            r.violations.len()
+        ));
+        for v in &r.violations {
+            out.push_str(&format!("  {}: {}\n", v.rule, v.detail));
+        }
+        out.push_str(&procroute_suite::model::judge::quotes(&r.violations));
+    }
+    if !r.differences.is_empty() {
+        out.push_str("differs from the observations the file lists (informative):\n");
+        for d in &r.differences {
+            out.push_str(&format!("  {d}\n"));
+        }
+    }
+    out
+}
+
+/// `procroute judge TRACE OBSERVED`: exit 0 when the record passes, 1
+/// when it breaks a rule, 2 when a file cannot be read as what it should
+/// be.
+fn judge_cmd(args: JudgeArgs) -> ExitCode {
+    use procroute_suite::conform::recorded;
+    let read = |p: &std::path::Path| {
+        std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let judged = read(&args.trace)
+        .and_then(|t| {
+            recorded::trace_from_json(&t).map_err(|e| format!("{}: {e}", args.trace.display()))
+        })
+        .and_then(|file| {
+            let observed = read(&args.observed).and_then(|o| {
+                recorded::observed_from_json(&o)
+                    .map_err(|e| format!("{}: {e}", args.observed.display()))
+            })?;
+            let declared = procroute_suite::model::judge::Declared {
+                tick_ms: args.tick_ms,
+                read_acknowledges: if args.read_acknowledges {
+                    procroute_suite::model::oracle::ReadAck::OwnThreadAfterDelivery
+                } else {
+                    procroute_suite::model::oracle::ReadAck::Never
+                },
+            };
+            let r = recorded::judge(&file, observed, &declared);
+            Ok((file, r))
+        });
+    let (file, r) = match judged {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("procroute judge: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let out = if args.json {
+        serde_json::to_string_pretty(&r).unwrap_or_default() + "\n"
+    } else {
+        replay_text(&file, &args.observed, &r)
+    };
+    let _ = io::stdout().write_all(out.as_bytes());
+    if r.violations.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

@@ -11,6 +11,7 @@ pub mod html;
 pub mod junit;
 pub mod laws;
 pub mod protocol;
+pub mod recorded;
 pub mod render;
 pub mod report;
 pub mod runner;
