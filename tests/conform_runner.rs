@@ -534,3 +534,52 @@ fn p15_the_declared_read_policy_is_the_one_judged() {
         .any(|o| o["id"] == "coverage/PROC-11"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `conform --smoke` (a pre-commit check): passes on the built-in router,
+/// and its few generated traces reach every judged rule the
+/// implementation is judged on (the coverage floor: at least one trace
+/// each).
+#[test]
+fn the_smoke_run_reaches_every_judged_rule() {
+    let exe = env!("CARGO_BIN_EXE_procroute");
+    let out = std::process::Command::new(exe)
+        .args(["conform", "--smoke", "--format", "json"])
+        .output()
+        .expect("procroute runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let coverage = &report["coverage"];
+    assert_eq!(coverage["traces"], 50, "the smoke run's generated traces");
+    let not_judged: Vec<&str> = coverage["not_judged"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str())
+        .collect();
+    let unreached: Vec<&&str> = procroute_suite::model::judge::JUDGED
+        .iter()
+        .filter(|r| !not_judged.contains(r))
+        .filter(|r| coverage["by_rule"][**r].as_u64().unwrap_or(0) == 0)
+        .collect();
+    assert!(
+        unreached.is_empty(),
+        "the smoke run reaches none of {unreached:?}"
+    );
+    let outcomes = report["outcomes"].as_array().expect("outcomes");
+    assert!(
+        outcomes
+            .iter()
+            .any(|o| o["id"].as_str().is_some_and(|id| id.starts_with("trace/"))),
+        "the smoke run includes the stored traces"
+    );
+    // Conflicting sizes are refused rather than silently overridden.
+    let both = std::process::Command::new(exe)
+        .args(["conform", "--smoke", "--cases", "10"])
+        .output()
+        .expect("procroute runs");
+    assert_eq!(both.status.code(), Some(2));
+}

@@ -123,11 +123,27 @@ fn a_bad_record_is_refused_with_its_reason() {
     let trace = serde_json::to_string(&t).unwrap();
     let report = serde_json::to_string(&r).unwrap();
     let cases = [
-        (trace.clone(), report.replace("deliveries", "deliverys"), "\"deliverys\""),
-        (trace.clone(), report.replace("\"kind\"", "\"knd\""), "\"knd\""),
-        (trace.clone(), "{\"seq\":1,\"result\":{\"key\":\"x\"}}".into(), "without a `trace`"),
+        (
+            trace.clone(),
+            report.replace("deliveries", "deliverys"),
+            "\"deliverys\"",
+        ),
+        (
+            trace.clone(),
+            report.replace("\"kind\"", "\"knd\""),
+            "\"knd\"",
+        ),
+        (
+            trace.clone(),
+            "{\"seq\":1,\"result\":{\"key\":\"x\"}}".into(),
+            "without a `trace`",
+        ),
         (trace.clone(), "not json".into(), "not JSON"),
-        ("{\"threads\":[],\"ops\":[]}".into(), report.clone(), "threads is empty"),
+        (
+            "{\"threads\":[],\"ops\":[]}".into(),
+            report.clone(),
+            "threads is empty",
+        ),
         ("{\"ops\":[]}".into(), report, "neither a trace file"),
     ];
     for (trace, observed, says) in cases {

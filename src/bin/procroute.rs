@@ -61,6 +61,12 @@ enum Command {
     Timeit(TimeitArgs),
 }
 
+/// `conform --smoke`: generated traces, origins per key law, origins per
+/// key-dialect family. 50 traces keep the 2 % coverage floor at one
+/// trace per judged rule (tests/conform_runner.rs checks the smoke run
+/// reaches every one).
+const SMOKE: (usize, usize, usize) = (50, 50, 30);
+
 /// The arguments of `procroute conform`.
 #[derive(clap::Args)]
 struct ConformArgs {
@@ -75,6 +81,12 @@ struct ConformArgs {
     /// Seed for generated cases (a run is reproducible from its seed).
     #[arg(long, default_value_t = 0x5EED)]
     seed: u64,
+    /// A quick check for a pre-commit hook: every vector and stored trace,
+    /// 50 generated traces (the coverage floor still holds: every judged
+    /// rule reached by one of them at least), 50 origins per key law, 30
+    /// per key-dialect family, one failure shrunk per rule.
+    #[arg(long, conflicts_with_all = ["cases", "law_cases", "dialect_cases"])]
+    smoke: bool,
     /// Generated traces run through the harness and judged against the
     /// reference model.
     #[arg(long, default_value_t = 1000)]
@@ -357,7 +369,11 @@ fn conform_cmd(args: ConformArgs) -> ExitCode {
 
 /// `procroute conform`: the run, then the known failures applied, the
 /// report written and printed. `Err` is a usage or I/O problem (exit 2).
-fn conform_run(a: ConformArgs) -> Result<ExitCode, String> {
+fn conform_run(mut a: ConformArgs) -> Result<ExitCode, String> {
+    if a.smoke {
+        (a.cases, a.law_cases, a.dialect_cases) = SMOKE;
+        a.max_shrunk = a.max_shrunk.min(1);
+    }
     let shard = a
         .shard
         .as_deref()

@@ -10,14 +10,16 @@ SubagentManager (spawn, _run_subagent, _announce_result), SessionManager
 BaseChannel._handle_message (inbound authorisation). Replaced: the LLM
 (`StubProvider`, a scripted LLMProvider) and the platform transports
 (`FakeChannel`, a BaseChannel whose send() records what nanobot hands the
-platform). One knob is set in scenario 2/3b/4: the module constant
-`nanobot.agent.loop._SUBAGENT_TERMINAL_WAIT_SECONDS` (300 s by default: how
-long a finished turn waits for its own subagents) is lowered so that the
-announcement arrives after the spawning turn has ended, which is what happens
-in production for any subagent that runs longer than 5 minutes.
+platform). One knob is set in scenarios 2, 3b, 4, 5 and 9: the module
+constant `nanobot.agent.loop._SUBAGENT_TERMINAL_WAIT_SECONDS` (300 s by
+default: how long a finished turn waits for its own session's subagents) is
+lowered to 0.2 s so that the announcement arrives after the spawning turn has
+ended, which is what happens in production for any subagent that runs longer
+than 5 minutes. Scenarios 1, 3a, 6 and 10 keep the default.
 
-Every scenario uses its own temporary HOME and workspace; nothing outside
-/tmp is written.
+Every scenario uses its own workspace under one temporary HOME; nothing
+outside that directory is written, and it is removed at the end
+(NANOBOT_PROBE_KEEP=1 keeps it, with nanobot's own DEBUG log).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -67,6 +70,8 @@ class StubProvider(LLMProvider):
         self.subagent_running: dict[str, asyncio.Event] = {}
         self.calls: list[dict[str, object]] = []
         self.session_target: str | None = None  # @handle for send_session_message
+        self.hold = asyncio.Event()  # a foreground turn saying "hold" runs until this is set
+        self.holding = asyncio.Event()
 
     def get_default_model(self) -> str:
         return "stub-model"
@@ -108,6 +113,10 @@ class StubProvider(LLMProvider):
         if "[Subagent '" in text:
             result = next((ln for ln in text.splitlines() if ln.startswith("RESULT-OF-")), "?")
             return LLMResponse(content=f"ANNOUNCE {result}")
+        if "hold" in text and "[Subagent '" not in text:
+            self.holding.set()
+            await self.hold.wait()  # a long foreground turn (turn_start .. turn_end)
+            return LLMResponse(content=f"FOREGROUND-REPLY to: {text.strip()[-40:]}")
         if "message topic 9" in text and self.session_target:
             return LLMResponse(
                 content=None,
@@ -167,7 +176,8 @@ class FakeChannel(BaseChannel):
 class Gateway:
     """nanobot's objects wired the way cli/gateway_runtime.py wires them."""
 
-    def __init__(self, workspace: Path, channel_names: list[str]) -> None:
+    def __init__(self, workspace: Path, channel_names: list[str], *,
+                 unified_session: bool = False) -> None:
         self.workspace = workspace
         self.bus = MessageBus()
         self.provider = StubProvider()
@@ -177,6 +187,7 @@ class Gateway:
             provider=self.provider,
             workspace=workspace,
             session_manager=self.sessions,
+            unified_session=unified_session,
         )
         config = Config()
         config.agents.defaults.workspace = str(workspace)
@@ -390,17 +401,66 @@ async def scenario_session_message() -> None:
                           metadata=meta(7, 22), session_key=f"telegram:{chat}:topic:7")
     await gw.wait_for(lambda: any("No reply from" in d["content"] for d in gw.replies()),
                       "reply-timeout notice (5 s)")
-    show("7. send_session_message from topic 7 to topic 9 (expect_reply, 5 s timeout)", gw,
+    show("6. send_session_message from topic 7 to topic 9 (expect_reply, 5 s timeout)", gw,
          "the target turn and the timeout notice are system turns addressed by session key;"
          " TelegramChannel.send does int(chat_id) (runtime.py:1075-1079) and drops the"
          " message on ValueError")
     await gw.stop()
 
 
+async def scenario_two_tasks() -> None:
+    """Two tasks from one chat; the second finishes first (default 300 s terminal wait)."""
+    loop_mod._SUBAGENT_TERMINAL_WAIT_SECONDS = DEFAULT_TERMINAL_WAIT
+    gw = Gateway(workspace("s10"), ["telegram"])
+    await gw.start()
+    await gw.user_message("telegram", "1001", "please run job-P1 in the background")
+    await gw.wait_for(lambda: "job-P1" in gw.provider.subagent_running
+                      and gw.provider.subagent_running["job-P1"].is_set(), "P1 start")
+    await gw.user_message("telegram", "1001", "also run job-P2 in the background")
+    await gw.wait_for(lambda: "job-P2" in gw.provider.subagent_running
+                      and gw.provider.subagent_running["job-P2"].is_set(), "P2 start")
+    gw.provider.release["job-P2"].set()
+    await asyncio.sleep(2.0)
+    early = len(gw.replies())
+    gw.provider.release["job-P1"].set()
+    await gw.wait_for(lambda: any("RESULT-OF-job-P1" in d["content"] for d in gw.replies()),
+                      "P1 announcement")
+    await asyncio.sleep(0.5)
+    replies = show("10. two tasks from chat A; P2 finishes first, P1 two seconds later", gw,
+                   f"deliveries in the 2 s after P2 finished: {early}; the spawning turn waits for"
+                   " every subagent of its session (loop.py:1073-1105) and only its final content"
+                   " is sent (loop.py:2063-2086)")
+    verdict(replies, "RESULT-OF-job-P2", ("telegram", "1001", None), ("telegram", "1002", None))
+    verdict(replies, "RESULT-OF-job-P1", ("telegram", "1001", None), ("telegram", "1002", None))
+    await gw.stop()
+
+
+async def scenario_unified() -> None:
+    """agents.defaults.unifiedSession = true (one session for every chat)."""
+    loop_mod._SUBAGENT_TERMINAL_WAIT_SECONDS = 0.2
+    gw = Gateway(workspace("s9"), ["telegram"], unified_session=True)
+    await gw.start()
+    await gw.user_message("telegram", "1001", "please run job-A9 in the background")
+    await gw.wait_for(lambda: any(d["chat_id"] == "1001" for d in gw.replies()),
+                      "A's turn to end")
+    await gw.user_message("telegram", "1002", "hello from B, hold on")
+    await gw.wait_for(lambda: gw.provider.holding.is_set(), "B's turn to start")
+    gw.provider.release["job-A9"].set()  # the task finishes while B's turn runs
+    await asyncio.sleep(0.5)
+    gw.provider.hold.set()  # B's turn ends
+    await gw.wait_for(lambda: any("RESULT-OF-job-A9" in d["content"] for d in gw.replies()),
+                      "announcement")
+    replies = show("9. unifiedSession: task from chat A; it finishes while a turn of chat B runs", gw,
+                   "the announcement's session_key_override is 'unified:default', the key of the"
+                   " running turn (loop.py:1339-1373)")
+    verdict(replies, "RESULT-OF-job-A9", ("telegram", "1001", None), ("telegram", "1002", None))
+    await gw.stop()
+
+
 def key_parsing() -> None:
     """TurnDeliveryFactory._default_route on system messages whose chat_id is a
     session key (what SendSessionMessageTool publishes, session_messages.py:257-265)."""
-    print("\n== 6. _default_route of a system turn addressed by session key "
+    print("\n== 7. _default_route of a system turn addressed by session key "
           "(turn_delivery.py:152-174)")
     keys = [
         "telegram:1001",
@@ -417,6 +477,17 @@ def key_parsing() -> None:
         route = TurnDeliveryFactory._default_route(msg, key)
         print(f"   {key!r:44} -> channel={route.channel!r} chat_id={route.chat_id!r}"
               f" metadata={json.dumps(route.metadata)}")
+    from nanobot.cli.gateway_runtime import _pick_heartbeat_target_from_sessions
+
+    print("\n== 8. heartbeat target = most recently updated session, key split at the first ':'"
+          " (cli/gateway_runtime.py:200-227)")
+    for key in ("telegram:-1005001:topic:7", "slack:C024BE91L:1700000000.000100"):
+        target = _pick_heartbeat_target_from_sessions(
+            enabled_channels=["telegram", "slack"],
+            sessions=[{"key": key}, {"key": "telegram:1001"}],
+            archived_keys=[],
+        )
+        print(f"   latest session {key!r:38} -> heartbeat goes to {target}")
 
 
 async def main() -> None:
@@ -430,7 +501,13 @@ async def main() -> None:
     await scenario_restart()
     await scenario_session_message()
     key_parsing()
-    print(f"\n(nanobot's own log: {_ROOT / 'nanobot.log'})")
+    await scenario_unified()
+    await scenario_two_tasks()
+    if os.environ.get("NANOBOT_PROBE_KEEP"):
+        print(f"\n(nanobot's own log: {_ROOT / 'nanobot.log'})")
+    else:
+        shutil.rmtree(_ROOT, ignore_errors=True)
+        print("\n(scratch dir removed; NANOBOT_PROBE_KEEP=1 keeps it with nanobot's DEBUG log)")
 
 
 if __name__ == "__main__":
