@@ -280,9 +280,13 @@ struct ReportArgs {
     /// `conform` JSON reports, one column each, in this order.
     #[arg(required = true)]
     reports: Vec<std::path::PathBuf>,
-    /// Write the page here (default: standard output).
+    /// Write the page here (default: standard output, unless `--badges`).
     #[arg(long, short)]
     out: Option<std::path::PathBuf>,
+    /// Also write shields.io endpoint badges (JSON) into DIR: one per
+    /// implementation and one per SPEC chapter it has cases in.
+    #[arg(long, value_name = "DIR")]
+    badges: Option<std::path::PathBuf>,
 }
 
 /// The arguments of `procroute harness`.
@@ -480,7 +484,11 @@ fn conform_run(mut a: ConformArgs) -> Result<ExitCode, String> {
 }
 
 fn report_cmd(args: ReportArgs) -> ExitCode {
-    let ReportArgs { reports, out } = args;
+    let ReportArgs {
+        reports,
+        out,
+        badges,
+    } = args;
     let mut inputs = Vec::new();
     for path in &reports {
         match conform::html::Input::read(path) {
@@ -489,6 +497,15 @@ fn report_cmd(args: ReportArgs) -> ExitCode {
                 eprintln!("procroute report: {e}");
                 return ExitCode::from(2);
             }
+        }
+    }
+    if let Some(dir) = &badges {
+        if let Err(e) = write_badges(dir, &inputs) {
+            eprintln!("procroute report: --badges {}: {e}", dir.display());
+            return ExitCode::from(2);
+        }
+        if out.is_none() {
+            return ExitCode::SUCCESS;
         }
     }
     let page = conform::html::render(&inputs);
@@ -517,6 +534,23 @@ fn report_cmd(args: ReportArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// Every report's badges into `dir`; each file name printed.
+fn write_badges(dir: &std::path::Path, inputs: &[conform::html::Input]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let chapters = conform::badges::chapters(conform::html::SPEC);
+    for input in inputs {
+        for (name, badge) in conform::badges::badges(input, &chapters) {
+            let path = dir.join(name);
+            std::fs::write(
+                &path,
+                serde_json::to_string_pretty(&badge).unwrap_or_default() + "\n",
+            )?;
+            eprintln!("procroute report: wrote {}", path.display());
+        }
+    }
+    Ok(())
 }
 
 fn replay_cmd(args: ReplayArgs) -> ExitCode {

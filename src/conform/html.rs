@@ -14,7 +14,8 @@ use super::render::{esc, timeline_svg};
 use super::{Outcome, Report};
 
 /// The specification, compiled in: the page quotes each rule's text.
-const SPEC: &str = include_str!("../../spec/SPEC.md");
+/// SPEC.md, as built into the binary (rule texts, chapters).
+pub const SPEC: &str = include_str!("../../spec/SPEC.md");
 
 /// One column of the page: a `conform` report and what it points to.
 #[derive(Debug, Clone)]

@@ -4,6 +4,7 @@
 //! JSON-lines harness protocol for other implementations grows from here
 //! (`spec/SPEC.md`, chapter on conformance).
 
+pub mod badges;
 pub mod constraint;
 pub mod dialect;
 pub mod harness;

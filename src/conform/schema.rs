@@ -40,6 +40,13 @@ impl Schema {
         }
     }
 
+    /// A schema from its text (the same keyword subset).
+    pub fn from_json(text: &str) -> Result<Schema, String> {
+        let root =
+            serde_json::from_str(text).map_err(|e| format!("the schema is not JSON: {e}"))?;
+        Ok(Schema { root })
+    }
+
     /// Validates `v` against `$defs/<def>`; the error names the JSON path.
     pub fn validate(&self, def: &str, v: &Value) -> Result<(), String> {
         let s = self
