@@ -255,3 +255,62 @@ fn a_maybe_signature_may_come_and_go_and_nothing_else() {
         "{why:?}"
     );
 }
+
+/// A known-failures line may link its finding's upstream issue: the first
+/// `http(s)://` word of its comment, set on the known failure it matches
+/// (neither a finding nor a signature: the pins stay as they were).
+#[test]
+fn known_failures_carry_their_upstream_links() {
+    use procroute_suite::conform::select::{
+        apply_known_failures, parse_known_failures, parse_upstream_links, tag_upstream,
+    };
+    let list = "gen/1/7  # H-BUSY https://github.com/o/r/issues/12 INV-4:completion\n\
+                gen/1/8  # H-LATE DELIVER-1\n";
+    let mut outcomes = vec![
+        failing("gen/1/7", &["INV-4:completion"]),
+        failing("gen/1/8", &["DELIVER-1"]),
+    ];
+    apply_known_failures(&mut outcomes, &parse_known_failures(list));
+    tag_upstream(&mut outcomes, &parse_upstream_links(list));
+    assert_eq!(
+        outcomes[0].upstream.as_deref(),
+        Some("https://github.com/o/r/issues/12")
+    );
+    assert_eq!(outcomes[1].upstream, None);
+    let pins = parse_pins(list);
+    assert_eq!(pins[0].finding.as_deref(), Some("H-BUSY"));
+    assert_eq!(
+        pins[0].signatures.iter().collect::<Vec<_>>(),
+        ["INV-4:completion"]
+    );
+    assert!(check_pins(&mut outcomes, &pins).is_empty());
+}
+
+/// A handshake's links must be http(s) URLs: anything else is refused with
+/// the field named.
+#[test]
+fn implementation_links_are_urls() {
+    use procroute_suite::conform::protocol::Implementation;
+    let mut i = Implementation::named("gw", "1.0", "python");
+    i.homepage = Some("https://example.org/gw".into());
+    i.issues = Some("http://example.org/gw/issues".into());
+    assert!(i.check_links().is_ok());
+    assert_eq!(
+        i.links(),
+        [
+            ("homepage", "https://example.org/gw"),
+            ("issues", "http://example.org/gw/issues")
+        ]
+    );
+    for bad in [
+        "ftp://example.org",
+        "https://a b",
+        "javascript:alert(1)",
+        &format!("https://{}", "a".repeat(600)),
+    ] {
+        let mut j = i.clone();
+        j.source = Some(bad.to_owned());
+        let e = j.check_links().expect_err(bad);
+        assert!(e.contains("implementation.source"), "{e}");
+    }
+}

@@ -450,6 +450,10 @@ fn conform_run(mut a: ConformArgs) -> Result<ExitCode, String> {
         &mut report.outcomes,
         &conform::select::parse_known_findings(&known_text),
     );
+    conform::select::tag_upstream(
+        &mut report.outcomes,
+        &conform::select::parse_upstream_links(&known_text),
+    );
     report.implementation = Some(started.implementation.clone());
     report.command = a.implementation.clone();
     report.findings = a
@@ -675,13 +679,15 @@ fn fault_config(fault: Option<String>) -> Result<procroute::gateway::Config, Str
 
 /// How a harness is named in reports: `name version (language) over protocol vN`.
 fn over_protocol(started: &conform::protocol::Started) -> String {
-    format!(
+    let i = &started.implementation;
+    let mut who = format!(
         "{} {} ({}) over protocol v{}",
-        started.implementation.name,
-        started.implementation.version,
-        started.implementation.language,
-        started.protocol,
-    )
+        i.name, i.version, i.language, started.protocol,
+    );
+    for (what, url) in i.links() {
+        who.push_str(&format!(", {what} {url}"));
+    }
+    who
 }
 
 /// The default number of harness workers: the available cores.

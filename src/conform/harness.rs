@@ -53,11 +53,11 @@ pub fn serve_with(
                 }
                 Ok(Command::Start { .. }) => serde_json::to_value(Started {
                     protocol: PROTOCOL_VERSION,
-                    implementation: Implementation {
-                        name: "procroute".into(),
-                        version: env!("CARGO_PKG_VERSION").into(),
-                        language: "rust".into(),
-                    },
+                    implementation: Implementation::named(
+                        "procroute",
+                        env!("CARGO_PKG_VERSION"),
+                        "rust",
+                    ),
                     operations: OPERATIONS.iter().map(|s| (*s).to_owned()).collect(),
                     unsupported: Default::default(),
                     limits: Some(json!({

@@ -438,6 +438,9 @@ fn section(
             }
             None => h.push_str(", the built-in harness"),
         }
+        for (what, url) in i.links() {
+            let _ = write!(h, " · <a href=\"{}\">{what}</a>", esc(url));
+        }
         h.push_str("</p>\n");
     }
     for line in declared_lines(r) {
@@ -584,6 +587,13 @@ fn failure(
                 None => String::new(),
             }
         );
+        if let Some(url) = &o.upstream {
+            let _ = write!(
+                h,
+                " <a class=\"upstream\" href=\"{}\">upstream</a>",
+                esc(url)
+            );
+        }
     }
     let _ = writeln!(h, " — {}</summary>", esc(&headline));
     for rule in &o.rules {

@@ -47,6 +47,10 @@ pub struct Outcome {
     /// (`id  # FINDING`), explained in the implementation's FINDINGS.md.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finding: Option<String>,
+    /// For a known failure: the upstream issue or pull request its
+    /// known-failures line links (`id  # FINDING https://… SIG…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
     /// For a failing trace case: the signature of every violation the one
     /// judge found in it (`RULE`, `RULE:kind`, `RULE:kind@tN`; sorted, each
     /// once), on the trace as run (before shrinking). What a known-failures
@@ -81,6 +85,7 @@ impl Outcome {
             skipped: None,
             expected_failure: false,
             finding: None,
+            upstream: None,
             violations: Vec::new(),
             counterexample: None,
         }

@@ -45,6 +45,62 @@ pub struct Implementation {
     pub version: String,
     /// Its language.
     pub language: String,
+    /// Its home page (an `http(s)` URL), shown in every report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub homepage: Option<String>,
+    /// Where its source is (an `http(s)` URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Its issue tracker (an `http(s)` URL), where findings are reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issues: Option<String>,
+}
+
+/// The longest link a handshake may carry.
+pub const MAX_LINK: usize = 500;
+
+impl Implementation {
+    /// Who, with nothing but the three required fields.
+    pub fn named(name: &str, version: &str, language: &str) -> Implementation {
+        Implementation {
+            name: name.into(),
+            version: version.into(),
+            language: language.into(),
+            homepage: None,
+            source: None,
+            issues: None,
+        }
+    }
+
+    /// The links it declared, `(what, url)`, in a fixed order.
+    pub fn links(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("homepage", &self.homepage),
+            ("source", &self.source),
+            ("issues", &self.issues),
+        ]
+        .into_iter()
+        .filter_map(|(what, url)| url.as_deref().map(|u| (what, u)))
+        .collect()
+    }
+
+    /// Every declared link is an `http(s)` URL of at most [`MAX_LINK`]
+    /// bytes, without spaces or control characters.
+    pub fn check_links(&self) -> Result<(), String> {
+        for (what, url) in self.links() {
+            let scheme = url.starts_with("https://") || url.starts_with("http://");
+            if !scheme
+                || url.len() > MAX_LINK
+                || url.chars().any(|c| c.is_whitespace() || c.is_control())
+            {
+                return Err(format!(
+                    "implementation.{what} {:?} is not an http(s) URL of at most {MAX_LINK} bytes without spaces",
+                    url.chars().take(80).collect::<String>()
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,6 +172,7 @@ impl Started {
     /// (`[a-z0-9-]+`, so case ids stay stable and globbable), policy
     /// values that are objects, and constraints that make sense.
     pub fn validate(&self) -> Result<super::constraint::Constraints, String> {
+        self.implementation.check_links()?;
         if self.policies.len() > MAX_POLICIES {
             return Err(format!(
                 "{} policies declared (limit {MAX_POLICIES})",

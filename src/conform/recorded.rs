@@ -126,11 +126,7 @@ pub fn judge(file: &TraceFile, observed: TraceResult, declared: &Declared) -> Re
     Replay {
         suite_version: crate::SUITE_VERSION.to_owned(),
         id: file.id.clone(),
-        implementation: super::protocol::Implementation {
-            name: "recorded run".into(),
-            version: String::new(),
-            language: String::new(),
-        },
+        implementation: super::protocol::Implementation::named("recorded run", "", ""),
         verdict: if violations.is_empty() {
             "pass"
         } else {

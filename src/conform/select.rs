@@ -260,6 +260,33 @@ pub fn tag_findings(outcomes: &mut [Outcome], findings: &[(String, String)]) {
     }
 }
 
+/// The upstream links a known-failures file gives: for each id or glob,
+/// the first `http(s)://` word of its `#` comment (`gen/1/7  # H-BUSY
+/// https://github.com/o/r/issues/12 INV-4`), the issue or pull request
+/// where the finding is reported upstream.
+pub fn parse_upstream_links(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let (pattern, comment) = l.split_once('#')?;
+            let pattern = pattern.trim();
+            let url = comment
+                .split_whitespace()
+                .find(|w| w.starts_with("https://") || w.starts_with("http://"))?;
+            (!pattern.is_empty()).then(|| (pattern.to_owned(), url.to_owned()))
+        })
+        .collect()
+}
+
+/// Sets each known failure's upstream link from its known-failures line.
+pub fn tag_upstream(outcomes: &mut [Outcome], links: &[(String, String)]) {
+    for o in outcomes.iter_mut().filter(|o| o.expected_failure) {
+        o.upstream = links
+            .iter()
+            .find(|(p, _)| glob(p, &o.id))
+            .map(|(_, u)| u.clone());
+    }
+}
+
 /// Applies known failures: an expected failure that fails is marked
 /// expected (not counted as unexpected); one that passes is reported.
 pub fn apply_known_failures(outcomes: &mut [Outcome], known: &[String]) -> BTreeSet<String> {
