@@ -272,3 +272,73 @@ fn a_file_that_is_not_a_report_is_named() {
     );
     assert!(!procroute(&["report", &path.display().to_string()], &[]));
 }
+
+/// Reports of several versions of one implementation draw its history: a
+/// per-rule SVG trend (a cell per rule and version, its share passed) and
+/// the findings fixed or introduced from one version to the next, in the
+/// order the reports were given.
+#[test]
+fn versions_of_one_implementation_draw_its_history() {
+    let s = Scratch::new("report-history");
+    let mut old = template_report(s.path(), "old", Some("lifo"));
+    let mut new = template_report(s.path(), "new", None);
+    let other = template_report(s.path(), "other", None);
+    let set_version = |i: &mut Input, v: &str| {
+        if let Some(m) = i.report.implementation.as_mut() {
+            m.version = v.into();
+        }
+    };
+    set_version(&mut old, "1.0");
+    set_version(&mut new, "2.0");
+    // The old version's failures are known as finding T-LIFO; the new
+    // version has a known failure of its own, T-NEW.
+    for o in old.report.outcomes.iter_mut().filter(|o| !o.passed) {
+        o.expected_failure = true;
+        o.finding = Some("T-LIFO".into());
+    }
+    let mut fresh = Outcome::check("gen/9/9", &["TEXT-3"], Some("TEXT-3: …".into()));
+    fresh.expected_failure = true;
+    fresh.finding = Some("T-NEW".into());
+    new.report.outcomes.push(fresh);
+    let inputs = [old, new];
+    let series = html::history_series(&inputs);
+    assert_eq!(series.len(), 1, "one implementation, two versions");
+    let (fixed, introduced) = series[0].changes(0);
+    assert_eq!(fixed, ["T-LIFO"]);
+    assert_eq!(introduced, ["T-NEW"]);
+    let deliver5 = &series[0]
+        .rows
+        .iter()
+        .find(|(r, _)| r == "DELIVER-5")
+        .expect("DELIVER-5 has cases")
+        .1;
+    assert!(
+        deliver5[0].1 + deliver5[0].2 > 0,
+        "1.0 fails DELIVER-5: {deliver5:?}"
+    );
+    assert_eq!(
+        (deliver5[1].1, deliver5[1].2),
+        (0, 0),
+        "2.0 passes DELIVER-5: {deliver5:?}"
+    );
+    let page = html::render(&inputs);
+    assert!(
+        page.contains("<h2 id=\"history-example-python\">History: example-python (1.0 → 2.0)</h2>"),
+        "no history heading"
+    );
+    assert!(page.contains("<svg class=\"history\""), "no history chart");
+    let cells = page.matches("<rect class=\"cell\"").count();
+    assert_eq!(
+        cells,
+        2 * page.matches("data-version=\"1.0\"").count(),
+        "a cell per rule and version"
+    );
+    assert!(page.contains("data-rule=\"DELIVER-5\" data-version=\"1.0\""));
+    assert!(
+        page.contains("<li>1.0 → 2.0: fixed T-LIFO; introduced T-NEW</li>"),
+        "findings fixed and introduced"
+    );
+    // One report per implementation: no history.
+    let single = html::render(&[other]);
+    assert!(!single.contains("class=\"history\""));
+}

@@ -65,6 +65,76 @@ pub fn escape(s: &str) -> String {
     esc(s)
 }
 
+/// Implementations with reports of two or more distinct versions, as history
+/// series (`history`): versions in the order the reports were given, a
+/// row per rule with cases in some version, the findings of each.
+pub fn history_series(inputs: &[Input]) -> Vec<super::history::Series> {
+    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    for (k, i) in inputs.iter().enumerate() {
+        let Some(name) = i.report.implementation.as_ref().map(|m| m.name.clone()) else {
+            continue;
+        };
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, ks)) => ks.push(k),
+            None => groups.push((name, vec![k])),
+        }
+    }
+    let all = matrix(inputs);
+    let version = |k: &usize| {
+        inputs[*k]
+            .report
+            .implementation
+            .as_ref()
+            .map(|m| m.version.clone())
+            .unwrap_or_default()
+    };
+    groups
+        .into_iter()
+        // Two runs of one version are not a history.
+        .filter(|(_, ks)| ks.iter().map(version).collect::<BTreeSet<_>>().len() > 1)
+        .map(|(name, ks)| {
+            let rows = all
+                .iter()
+                .map(|(rule, cells)| {
+                    let counts = ks
+                        .iter()
+                        .map(|k| (cells[*k].passed, cells[*k].failed, cells[*k].known))
+                        .collect::<Vec<_>>();
+                    (rule.clone(), counts)
+                })
+                .filter(|(_, c)| c.iter().any(|(p, f, k)| p + f + k > 0))
+                .collect();
+            let id: String = name
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            super::history::Series {
+                id: format!("history-{id}"),
+                versions: ks.iter().map(version).collect(),
+                findings: ks
+                    .iter()
+                    .map(|k| {
+                        inputs[*k]
+                            .report
+                            .outcomes
+                            .iter()
+                            .filter_map(|o| o.finding.clone())
+                            .collect()
+                    })
+                    .collect(),
+                name,
+                rows,
+            }
+        })
+        .collect()
+}
+
 /// The rules of SPEC.md in order, each with its text (the paragraph that
 /// starts `**ID**`, without the id).
 pub fn spec_rules() -> Vec<(String, String)> {
@@ -388,6 +458,7 @@ pub fn render(inputs: &[Input]) -> String {
         h.push_str("</tr>\n");
     }
     h.push_str("</tbody></table></div>\n");
+    h.push_str(&super::history::render(&history_series(inputs)));
     for (k, input) in inputs.iter().enumerate() {
         section(&mut h, k, input, &labels[k], &rules, &rules_order);
     }

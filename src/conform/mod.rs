@@ -8,6 +8,7 @@ pub mod badges;
 pub mod constraint;
 pub mod dialect;
 pub mod harness;
+pub mod history;
 pub mod html;
 pub mod junit;
 pub mod laws;

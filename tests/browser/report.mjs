@@ -6,9 +6,11 @@
 // finding; a matrix link lands on the
 // rule's failures; at 1280 px and at 390 px (a phone) the page never
 // scrolls sideways as a whole (the matrix scrolls in its own box) and its
-// text stays at a readable size. Screenshots are kept beside the page.
+// text stays at a readable size; versions of one implementation draw a
+// history chart each (HISTORIES of them, default 0). Screenshots are kept
+// beside the page.
 //
-//   node tests/browser/report.mjs REPORT.html OUT_DIR IMPLEMENTATIONS
+//   node tests/browser/report.mjs REPORT.html OUT_DIR IMPLEMENTATIONS [HISTORIES]
 //
 // Exit status 0 when every check holds; 1 with the failed check named.
 
@@ -17,9 +19,9 @@ import { pathToFileURL } from "node:url";
 import path from "node:path";
 import fs from "node:fs";
 
-const [page_path, out_dir, implementations] = process.argv.slice(2);
+const [page_path, out_dir, implementations, histories = "0"] = process.argv.slice(2);
 if (!page_path || !out_dir || !implementations) {
-  console.error("usage: node tests/browser/report.mjs REPORT.html OUT_DIR IMPLEMENTATIONS");
+  console.error("usage: node tests/browser/report.mjs REPORT.html OUT_DIR IMPLEMENTATIONS [HISTORIES]");
   process.exit(2);
 }
 // playwright-core is installed outside the repository (PLAYWRIGHT_DIR).
@@ -70,6 +72,26 @@ try {
   check(rows >= 20, `the matrix has a row per cited rule (${rows} rows)`);
   check(await page.locator("#summary").isVisible(), "the per-implementation summary is visible");
   await page.screenshot({ path: path.join(out_dir, "report-1280.png") });
+
+  // Versions of one implementation: a history chart each, drawn with a
+  // cell per rule and version.
+  const charts = page.locator("svg.history");
+  check(
+    (await charts.count()) === Number(histories),
+    `the page draws ${Number(histories)} history chart(s) (found ${await charts.count()})`,
+  );
+  if (Number(histories) > 0) {
+    const chart = charts.first();
+    await chart.scrollIntoViewIfNeeded();
+    check(await chart.isVisible(), "the history chart is visible");
+    const hbox = await chart.boundingBox();
+    check(hbox !== null && hbox.width > 150 && hbox.height > 100, `the history chart has a real size (${hbox?.width}×${hbox?.height})`);
+    const cells = await chart.locator("rect.cell").count();
+    check(cells >= 20, `the history chart has a cell per rule and version (${cells})`);
+    check(await page.locator("ul.history-findings li").first().isVisible(), "the findings fixed and introduced are listed");
+    await page.locator("h2[id^=history-]").first().screenshot({ path: path.join(out_dir, "history-title-1280.png") });
+    await chart.screenshot({ path: path.join(out_dir, "history-1280.png") });
+  }
 
   // A failure with a drawn counterexample opens to its rule, SVG and replay.
   const failure = page.locator("details.failure:has(svg)").first();
