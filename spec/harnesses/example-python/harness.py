@@ -1,51 +1,35 @@
 #!/usr/bin/env python3
-"""procroute harness for the template router (spec/PROTOCOL.md, version 1).
+"""procroute harness for the template router (spec/PROTOCOL.md, version 1),
+written on procroute.harness: the helper owns the JSON-lines loop, the
+handshake and errors; this file only says who it is and runs cases.
 
-Protocol replies go to stdout, one JSON object per line; anything else
-must go to stderr. No dependencies beyond the standard library.
+`pip install procroute` provides the helper; from a checkout it is found in
+packaging/python/src. No other dependency than the standard library.
 """
-import json
+import os
 import sys
+
+try:
+    from procroute.harness import Harness
+except ImportError:  # a checkout, nothing installed
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "..", "..", "packaging", "python", "src"))
+    from procroute.harness import Harness
 
 from keys import run_key_case
 from router import run_trace
 
-KEY_OPS = ["hermes_build", "canonical_build", "canonical_parse", "hermes_parse", "origin",
-           "dialect_build", "dialect_parse"]
 
+class TemplateRouter(Harness):
+    name, version, language = "example-python", "0.1.0", "python"
 
-def reply(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+    def trace(self, trace):
+        return run_trace(trace)
 
-
-def main():
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        msg = json.loads(line)
-        cmd = msg.get("cmd")
-        if cmd == "start":
-            reply({
-                "protocol": 1,
-                "implementation": {"name": "example-python", "version": "0.1.0", "language": "python"},
-                "operations": KEY_OPS + ["trace"],
-            })
-        elif cmd == "run":
-            case = msg["case"]
-            try:
-                if case["op"] == "trace":
-                    result = {"trace": run_trace(case["trace"])}
-                else:
-                    result = run_key_case(case)
-                reply({"seq": msg["seq"], "result": result})
-            except Exception as exc:  # report, never crash the run
-                reply({"seq": msg["seq"], "errored": f"{type(exc).__name__}: {exc}"})
-        elif cmd == "stop":
-            return
-        else:
-            reply({"errored": f"unknown command {cmd!r}"})
+    # The key operations: one function of keys.py answers them all.
+    hermes_build = canonical_build = canonical_parse = hermes_parse = \
+        origin = dialect_build = dialect_parse = staticmethod(run_key_case)
 
 
 if __name__ == "__main__":
-    main()
+    TemplateRouter().serve()

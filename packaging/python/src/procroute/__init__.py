@@ -1,0 +1,1 @@
+"""procroute: the conformance suite's Python side (procroute.harness)."""
