@@ -28,7 +28,6 @@
 // run goes on. Only protocol lines go to stdout: `console.log` of a
 // handler is sent to stderr while it runs.
 
-import { createInterface } from "node:readline";
 
 export const PROTOCOL = 1;
 export const KEY_OPERATIONS = [
@@ -81,6 +80,24 @@ export class Report {
   toJSON() {
     return { deliveries: this.deliveries, dead_letters: this.dead_letters };
   }
+}
+
+/**
+ * Lines end at "\n" only (P-1): node:readline would also split at "\r"
+ * and at U+2028, which a JSON string may hold raw.
+ */
+export async function* protocolLines(input) {
+  let buf = "";
+  if (typeof input.setEncoding === "function") input.setEncoding("utf8");
+  for await (const chunk of input) {
+    buf += chunk;
+    let at;
+    while ((at = buf.indexOf("\n")) >= 0) {
+      yield buf.slice(0, at);
+      buf = buf.slice(at + 1);
+    }
+  }
+  if (buf) yield buf;
 }
 
 /** The protocol's side of a harness: subclass it, declare, define, serve. */
@@ -158,8 +175,7 @@ export class Harness {
 
   /** Answers the runner until `stop` or the end of input. */
   async serve(input = process.stdin, write = (line) => process.stdout.write(line)) {
-    const lines = createInterface({ input, crlfDelay: Infinity });
-    for await (const line of lines) {
+    for await (const line of protocolLines(input)) {
       if (!line.trim()) continue;
       let reply;
       try {
@@ -171,10 +187,7 @@ export class Harness {
       } catch (e) {
         reply = { errored: `not a JSON line: ${e.message}` };
       }
-      if (reply === null) {
-        lines.close();
-        return;
-      }
+      if (reply === null) return;
       write(JSON.stringify(reply) + "\n");
     }
   }

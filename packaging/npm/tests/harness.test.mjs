@@ -69,6 +69,15 @@ test("cases answer, skip and error without stopping; nothing after stop", async 
   assert.match(replies[5].errored, /not a JSON line/);
 });
 
+test("lines end at \\n only: a raw U+2028 inside a JSON string stays in it", async () => {
+  const replies = await converse(
+    new Gateway(),
+    `{"cmd":"run","seq":1,"case":{"op":"trace","trace":{"threads":[{"platform":"telegram","chat_type":"group","chat_id":"a\u2028b","thread_id":"7"}],"ops":[]}}}`,
+  );
+  assert.equal(replies.length, 1, JSON.stringify(replies));
+  assert.equal(replies[0].result.trace.deliveries[0].destination.chat_id, "a\u2028b");
+});
+
 test("another protocol version is refused", async () => {
   const [reply] = await converse(new Gateway(), { cmd: "start", version: 2 });
   assert.match(reply.errored, /not supported/);

@@ -23,6 +23,15 @@ PROTO = os.fdopen(os.dup(1), "w", encoding="utf-8")
 os.dup2(2, 1)
 sys.stdout = sys.stderr
 
+# The protocol loop is procroute.harness (pip `procroute`; from a checkout,
+# packaging/python/src): this file only declares and runs cases.
+try:
+    from procroute.harness import Errored, Harness, Skip
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "..", "..", "packaging", "python", "src"))
+    from procroute.harness import Errored, Harness, Skip
+
 # hermes-agent fixes its paths at import time and writes state there.
 def private_dir(prefix):
     """A temporary directory removed when the harness exits."""
@@ -242,81 +251,70 @@ def run_isolated(drive, trace):
     return json.loads(data)
 
 
-def reply(obj):
-    PROTO.write(json.dumps(obj) + "\n")
-    PROTO.flush()
+def _answer(result):
+    """A key operation's result, or its skip (hermes without a profile)."""
+    if "skipped" in result:
+        raise Skip(result["skipped"])
+    return result
 
 
-def main():
-    no_trace = trace_support()
-    ops = ["hermes_build", "hermes_parse", "dialect_build", "dialect_parse"] + ([] if no_trace else ["trace"])
-    unsupported = dict(UNSUPPORTED)
-    if no_trace:
-        unsupported["trace"] = no_trace
-    drive = None
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        msg = json.loads(line)
-        cmd = msg.get("cmd")
-        if cmd == "start":
-            if msg.get("version") != 1:
-                reply({"errored": f"protocol version {msg.get('version')} not supported"})
-                continue
-            reply({
-                "protocol": 1,
-                "implementation": {"name": "hermes-agent", "version": VERSION, "language": "python"},
-                "operations": ops,
-                "unsupported": unsupported,
-                "limits": {"watch_min_interval_s": 15, "watch_strike_limit": 3,
-                           "watch_global_max_per_window": 15, "watch_global_window_s": 10,
-                           "watch_global_cooldown_s": 30, "watcher_poll_s": 5,
-                           "completion_dedup_entries": 2048},
-                "policies": POLICIES,
-                "constraints": CONSTRAINTS,
-                # P-13 and P-14 (profile.json): completions are sent by
-                # _run_process_watcher, which polls every watcher_interval
-                # (5 s) rather than at the step a process ends.
-                **DECLARED,
-            })
-        elif cmd == "run":
-            case = msg["case"]
-            seq = msg["seq"]
-            try:
-                op = case["op"]
-                if op == "hermes_build":
-                    result = hermes_build(case)
-                elif op == "hermes_parse":
-                    result = hermes_parse(case)
-                elif op == "dialect_build":
-                    result = dialect_build(case)
-                elif op == "dialect_parse":
-                    result = dialect_parse(case)
-                elif op == "trace" and not no_trace:
-                    if drive is None:
-                        import drive as drive_mod
-                        drive = drive_mod
-                    out = run_isolated(drive, case["trace"])
-                    if "errored" in out:
-                        reply({"seq": seq, "errored": out["errored"]})
-                        continue
-                    result = out.get("result") or {"skipped": out.get("skipped")}
-                else:
-                    result = {"skipped": unsupported.get(op, f"operation {op} not supported")}
-                if "skipped" in result:
-                    reply({"seq": seq, "skipped": result["skipped"]})
-                else:
-                    reply({"seq": seq, "result": result})
-            except Exception as exc:  # report, never crash the run
-                tb = traceback.format_exc(limit=4)
-                print(tb, file=sys.stderr)
-                reply({"seq": seq, "errored": f"{type(exc).__name__}: {exc}"})
-        elif cmd == "stop":
-            return
-        else:
-            reply({"errored": f"unknown command {cmd!r}"})
+class Hermes(Harness):
+    """hermes-agent behind procroute.harness: the helper owns the protocol
+    loop; this says what hermes declares and runs each case through it."""
+
+    name, version, language = "hermes-agent", VERSION, "python"
+    limits = {"watch_min_interval_s": 15, "watch_strike_limit": 3,
+              "watch_global_max_per_window": 15, "watch_global_window_s": 10,
+              "watch_global_cooldown_s": 30, "watcher_poll_s": 5,
+              "completion_dedup_entries": 2048}
+    policies = POLICIES
+    constraints = CONSTRAINTS
+    # P-13 and P-14 (profile.json): completions are sent by
+    # _run_process_watcher, which polls every watcher_interval (5 s) rather
+    # than at the step a process ends.
+    tick_ms = DECLARED.get("tick_ms")
+    steer = DECLARED.get("steer")
+
+    def __init__(self):
+        unknown = set(DECLARED) - {"tick_ms", "steer"}
+        if unknown:
+            raise SystemExit(f"profile.json declares {sorted(unknown)}, which harness.py does not pass on")
+        self.no_trace = trace_support()
+        self.unsupported = dict(UNSUPPORTED)
+        if self.no_trace:
+            self.unsupported["trace"] = self.no_trace
+        self.drive = None
+
+    def operations(self):
+        return ["hermes_build", "hermes_parse", "dialect_build", "dialect_parse"] + (
+            [] if self.no_trace else ["trace"])
+
+    def hermes_build(self, case):
+        return _answer(hermes_build(case))
+
+    def hermes_parse(self, case):
+        return _answer(hermes_parse(case))
+
+    def dialect_build(self, case):
+        return _answer(dialect_build(case))
+
+    def dialect_parse(self, case):
+        return _answer(dialect_parse(case))
+
+    def trace(self, trace):
+        if self.no_trace:
+            raise Skip(self.no_trace)
+        if self.drive is None:
+            import drive as drive_mod
+            self.drive = drive_mod
+        out = run_isolated(self.drive, trace)
+        if "errored" in out:
+            raise Errored(out["errored"])
+        if not out.get("result"):
+            raise Skip(out.get("skipped"))
+        return out["result"]["trace"]
 
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    main()
+    Hermes().serve(stdout=PROTO)

@@ -122,7 +122,6 @@ function dialectParse(key) {
 
 // The protocol owns fd 1; anything OpenClaw prints (its loggers write to
 // process.stdout) goes to stderr.
-const reply = (obj) => writeSync(1, JSON.stringify(obj) + "\n");
 process.stdout.write = process.stderr.write.bind(process.stderr);
 const UNSUPPORTED = {
   hermes_build: "hermes-agent's dialect; OpenClaw has its own key grammar (checked by dialect_build)",
@@ -136,62 +135,45 @@ const UNSUPPORTED = {
 console.log = (...a) => process.stderr.write(a.join(" ") + "\n");
 console.info = console.log;
 
-// Lines end at "\n" only (P-1): readline would also split at "\r" and
-// U+2028, which a JSON string may hold raw.
-async function* lines(input) {
-  let buf = "";
-  input.setEncoding("utf8");
-  for await (const chunk of input) {
-    buf += chunk;
-    let at;
-    while ((at = buf.indexOf("\n")) >= 0) {
-      yield buf.slice(0, at);
-      buf = buf.slice(at + 1);
-    }
-  }
-  if (buf) yield buf;
+// The protocol loop is procroute/harness (npm `procroute`; from a checkout,
+// packaging/npm/procroute/harness.mjs): this file declares and runs cases.
+let helper;
+try {
+  helper = await import("procroute/harness");
+} catch {
+  helper = await import(new URL("../../../packaging/npm/procroute/harness.mjs", import.meta.url));
 }
-for await (const line of lines(process.stdin)) {
-  if (!line.trim()) continue;
-  let msg;
-  try {
-    msg = JSON.parse(line);
-  } catch (e) {
-    reply({ errored: `not JSON: ${e.message}` });
-    continue;
+const { Harness, Skip } = helper;
+
+class OpenClaw extends Harness {
+  name = "openclaw";
+  version = pkg.version;
+  language = "javascript";
+  unsupported = TRACE_UNSUPPORTED ? { ...UNSUPPORTED, trace: TRACE_UNSUPPORTED } : UNSUPPORTED;
+  constraints = CONSTRAINTS;
+  limits = { system_events_per_session: 20 };
+  policies = POLICIES;
+
+  operations() {
+    return ["dialect_build", "dialect_parse", ...(TRACE_UNSUPPORTED ? [] : ["trace"])];
   }
-  if (msg.cmd === "start") {
-    if (msg.version !== 1) {
-      reply({ errored: `protocol version ${msg.version} not supported` });
-      continue;
-    }
-    reply({
-      protocol: 1,
-      implementation: { name: "openclaw", version: pkg.version, language: "javascript" },
-      operations: ["dialect_build", "dialect_parse", ...(TRACE_UNSUPPORTED ? [] : ["trace"])],
-      unsupported: TRACE_UNSUPPORTED ? { ...UNSUPPORTED, trace: TRACE_UNSUPPORTED } : UNSUPPORTED,
-      constraints: CONSTRAINTS,
-      limits: { system_events_per_session: 20 },
-      policies: POLICIES,
-    });
-  } else if (msg.cmd === "run") {
-    const c = msg.case;
-    try {
-      if (c.op === "dialect_build") reply({ seq: msg.seq, result: dialectBuild(c.origin, c.policy) });
-      else if (c.op === "dialect_parse") reply({ seq: msg.seq, result: dialectParse(c.key) });
-      else if (c.op === "trace" && !TRACE_UNSUPPORTED) {
-        const r = await runTrace(c.trace);
-        if (r.skipped) reply({ seq: msg.seq, skipped: r.skipped });
-        else reply({ seq: msg.seq, result: r });
-      }
-      else reply({ seq: msg.seq, skipped: UNSUPPORTED[c.op] ?? `operation ${c.op} not supported` });
-    } catch (e) {
-      reply({ seq: msg.seq, errored: `${e.name}: ${e.message}` });
-    }
-  } else if (msg.cmd === "stop") {
-    break;
-  } else {
-    reply({ errored: `unknown command ${JSON.stringify(msg.cmd)}` });
+
+  dialect_build(c) {
+    return dialectBuild(c.origin, c.policy);
+  }
+
+  dialect_parse(c) {
+    return dialectParse(c.key);
+  }
+
+  async trace(t) {
+    if (TRACE_UNSUPPORTED) throw new Skip(TRACE_UNSUPPORTED);
+    const r = await runTrace(t);
+    if (r.skipped) throw new Skip(r.skipped);
+    return r.trace;
   }
 }
+
+// Protocol lines go to fd 1 itself: process.stdout is the package's (stderr).
+await new OpenClaw().serve(process.stdin, (line) => writeSync(1, line));
 process.exit(0);

@@ -24,13 +24,15 @@ Define any of ``trace``, ``hermes_build``, ``canonical_build``,
 ``dialect_parse``: the operations you define are the ones declared. Raise
 :class:`Skip` for a case your gateway cannot express (reported as
 skipped, never as passed); any other exception is reported as the case's
-error, and the run goes on. Nothing but protocol lines goes to stdout:
+error (:class:`Errored` to give its text exactly), and the run goes on.
+Nothing but protocol lines goes to stdout:
 the loop sends ``print`` output of handlers to stderr.
 """
 
 import contextlib
 import json
 import sys
+import traceback
 
 PROTOCOL = 1
 KEY_OPERATIONS = (
@@ -50,6 +52,11 @@ CAUSES = ("adapter_failed", "backpressure", "no_route", "origin_conflict")
 class Skip(Exception):
     """Raised by a handler: this case is not run, for this reason (P-6,
     P-12). The report counts it as skipped, never as passed."""
+
+
+class Errored(Exception):
+    """Raised by a handler: this case errored, with exactly this text as its
+    context (any other exception is reported as ``Type: message``)."""
 
 
 class Report:
@@ -161,7 +168,10 @@ class Harness:
                     return {"seq": seq, "result": self.run_case(message["case"])}
             except Skip as why:
                 return {"seq": seq, "skipped": str(why) or "not supported"}
+            except Errored as why:
+                return {"seq": seq, "errored": str(why) or "errored"}
             except Exception as exc:  # the run goes on; the case is errored
+                print(traceback.format_exc(limit=4), file=sys.stderr)
                 return {"seq": seq, "errored": f"{type(exc).__name__}: {exc}"}
         if cmd == "stop":
             return None
