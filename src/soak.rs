@@ -387,11 +387,11 @@ impl RunSet {
 
 /// Runs the workload; returns the figures.
 ///
-/// Each round fills a batch of inputs ([`Load::fill`]), commits it —
-/// the gateway's batch, then what makes it safe, durably — ([`Load::commit`]),
-/// carries out the adapter's part of its outputs ([`Load::answer`]) and
-/// samples the peaks ([`Load::sample`]), until every process has run
-/// and the queues have drained.
+/// Each round fills a batch of inputs (`Load::fill`), commits it — the
+/// gateway's batch, then what makes it safe, durably — (`Load::commit`),
+/// carries out the adapter's part of its outputs (`Load::answer`) and
+/// samples the peaks (`Load::sample`), until every process has run and
+/// the queues have drained.
 pub fn run(w: Workload) -> Report {
     let started = Instant::now();
     let mut load = Load::new(w);

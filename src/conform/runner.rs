@@ -779,11 +779,11 @@ pub fn run_traces(
 
 /// [`run_traces`], with the coverage of the generated traces.
 ///
-/// Its phases: the first handshake fixes the session ([`TraceSession`]);
+/// Its phases: the first handshake fixes the session (`TraceSession`);
 /// the stored traces run; every wanted case is generated, run and judged
-/// in parallel on the workers ([`first_runs`]); then the cases are read in
+/// in parallel on the workers (`first_runs`); then the cases are read in
 /// case order and reported, failures shrunk on one harness
-/// ([`TraceSession::report`]), so nothing reported depends on the number
+/// (`TraceSession::report`), so nothing reported depends on the number
 /// of workers.
 pub fn run_traces_covered(
     program: &str,
