@@ -6,6 +6,40 @@ use std::collections::BTreeSet;
 const SPEC: &str = include_str!("../spec/SPEC.md");
 const PREFIXES: [&str; 6] = ["STORE", "PROC", "ROUTE", "DELIVER", "TEXT", "DRIVER"];
 
+/// Where the workspace's Rust sources are.
+const SOURCE_DIRS: [&str; 6] = [
+    "src",
+    "crates",
+    "tests",
+    "benches",
+    "examples",
+    "fuzz/fuzz_targets",
+];
+
+/// The `.rs` files under `dirs` of `root` (a missing folder has none),
+/// never inside a `target` folder or one named in `skip`.
+fn rs_files(root: &std::path::Path, dirs: &[&str], skip: &[&str]) -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, skip: &[&str], out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if p.is_dir() {
+                if name != "target" && !skip.contains(&name) {
+                    walk(&p, skip, out);
+                }
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for d in dirs {
+        walk(&root.join(d), skip, &mut out);
+    }
+    out.sort();
+    out
+}
+
 fn rules() -> BTreeSet<String> {
     SPEC.lines()
         .filter_map(|l| l.strip_prefix("**"))
@@ -107,30 +141,7 @@ fn every_law_has_a_generated_check() {
 fn architecture_lists_every_file_and_nothing_else() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    for d in [
-        "src",
-        "crates",
-        "tests",
-        "benches",
-        "examples",
-        "fuzz/fuzz_targets",
-    ] {
-        walk(&root.join(d), &mut files);
-    }
+    let mut files = rs_files(root, &SOURCE_DIRS, &[]);
     files.push(root.join("build.rs"));
     for c in ["crates/procroute", "crates/procroute-model"] {
         files.push(root.join(c).join("Cargo.toml"));
@@ -398,18 +409,8 @@ fn find_cycle(edges: &std::collections::BTreeMap<String, BTreeSet<String>>) -> O
 fn sibling_edges(
     src: &std::path::Path,
 ) -> std::collections::BTreeMap<Vec<String>, std::collections::BTreeMap<String, BTreeSet<String>>> {
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() && p.file_name().is_some_and(|n| n != "bin") {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(src, &mut files);
+    // Binaries are crates of their own: not rooms of the library.
+    let files = rs_files(src, &["."], &["bin"]);
     let modules: BTreeSet<Vec<String>> = files
         .iter()
         .map(|f| module_of(f.strip_prefix(src).expect("under src")))
@@ -517,27 +518,7 @@ fn the_circle_finder_sees_a_circle() {
 #[test]
 fn comments_cite_rules_not_the_tracker() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    for d in [
-        "src",
-        "crates",
-        "tests",
-        "benches",
-        "examples",
-        "fuzz/fuzz_targets",
-    ] {
-        walk(&root.join(d), &mut files);
-    }
+    let files = rs_files(root, &SOURCE_DIRS, &[]);
     let mut found = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f).expect("readable");
@@ -581,18 +562,7 @@ fn the_router_has_no_test_switches_and_its_bank_applies() {
         eprintln!("the bug bank's copy: switches expected, nothing to check");
         return;
     }
-    let mut files = Vec::new();
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    walk(&src, &mut files);
+    let files = rs_files(&src, &["."], &[]);
     assert!(files.len() > 10, "only {} router files", files.len());
     let mut found = Vec::new();
     for f in &files {
@@ -637,20 +607,7 @@ fn long_functions(
     dirs: &[&str],
     max: usize,
 ) -> Vec<(String, String, usize)> {
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() && !p.ends_with("target") {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    for d in dirs {
-        walk(&root.join(d), &mut files);
-    }
+    let files = rs_files(root, dirs, &[]);
     let mut long = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).expect("readable");

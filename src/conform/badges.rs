@@ -100,35 +100,11 @@ fn badge(label: String, (run, failed): (usize, usize)) -> Badge {
     }
 }
 
-/// A file-name-safe form of an implementation's label.
-pub fn slug(label: &str) -> String {
-    let s: String = label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let s = s
-        .split('-')
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join("-");
-    if s.is_empty() {
-        "implementation".into()
-    } else {
-        s
-    }
-}
-
 /// Every badge of one report: `(file name, badge)`, the overall one
 /// first (`<impl>.json`), then one per chapter with cases
 /// (`<impl>-<n>-<chapter>.json`).
 pub fn badges(input: &Input, chapters: &[Chapter]) -> Vec<(String, Badge)> {
-    let name = slug(&input.label);
+    let name = super::render::slug(&input.label);
     let outcomes = &input.report.outcomes;
     let mut out = vec![(
         format!("{name}.json"),

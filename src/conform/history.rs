@@ -9,6 +9,8 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use super::render::esc;
+
 /// One rule's cases in one version: passed, failed unexpectedly, known
 /// failures.
 pub type Counts = (usize, usize, usize);
@@ -43,14 +45,6 @@ const ROW: usize = 18;
 const COL: usize = 92;
 const LEFT: usize = 96;
 const TOP: usize = 34;
-
-/// Text in SVG and HTML: markup characters as entities.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 fn cell(
     s: &mut String,

@@ -104,18 +104,8 @@ pub fn history_series(inputs: &[Input]) -> Vec<super::history::Series> {
                 })
                 .filter(|(_, c)| c.iter().any(|(p, f, k)| p + f + k > 0))
                 .collect();
-            let id: String = name
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() {
-                        c.to_ascii_lowercase()
-                    } else {
-                        '-'
-                    }
-                })
-                .collect();
             super::history::Series {
-                id: format!("history-{id}"),
+                id: format!("history-{}", super::render::slug(&name)),
                 versions: ks.iter().map(version).collect(),
                 findings: ks
                     .iter()

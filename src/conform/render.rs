@@ -209,6 +209,32 @@ pub fn timeline_text(trace: &Trace, result: &TraceResult) -> String {
     out
 }
 
+/// A file-name- and id-safe form of a label (badges' file names, the
+/// history sections' ids): lower-case letters, digits and dots, runs of
+/// anything else one `-`.
+pub fn slug(label: &str) -> String {
+    let s: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let s = s
+        .split('-')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    if s.is_empty() {
+        "implementation".into()
+    } else {
+        s
+    }
+}
+
 /// Text for XML and HTML: markup characters as entities; characters XML
 /// forbids (C0 controls but tab and newline, U+FFFE, U+FFFF) and DEL as
 /// visible `\u{…}`, so a hostile id cannot break the picture or the page.

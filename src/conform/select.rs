@@ -253,10 +253,7 @@ pub fn check_pins(outcomes: &mut [Outcome], pins: &[Pin]) -> Vec<String> {
 /// `findings` ([`parse_known_findings`]) whose pattern matches its id.
 pub fn tag_findings(outcomes: &mut [Outcome], findings: &[(String, String)]) {
     for o in outcomes.iter_mut().filter(|o| o.expected_failure) {
-        o.finding = findings
-            .iter()
-            .find(|(p, _)| glob(p, &o.id))
-            .map(|(_, f)| f.clone());
+        o.finding = first_match(findings, &o.id);
     }
 }
 
@@ -277,13 +274,18 @@ pub fn parse_upstream_links(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The value of the first `(pattern, value)` whose pattern matches `id`.
+fn first_match(pairs: &[(String, String)], id: &str) -> Option<String> {
+    pairs
+        .iter()
+        .find(|(p, _)| glob(p, id))
+        .map(|(_, v)| v.clone())
+}
+
 /// Sets each known failure's upstream link from its known-failures line.
 pub fn tag_upstream(outcomes: &mut [Outcome], links: &[(String, String)]) {
     for o in outcomes.iter_mut().filter(|o| o.expected_failure) {
-        o.upstream = links
-            .iter()
-            .find(|(p, _)| glob(p, &o.id))
-            .map(|(_, u)| u.clone());
+        o.upstream = first_match(links, &o.id);
     }
 }
 
